@@ -1,0 +1,51 @@
+"""Shared chart pieces: measured series against a swept size, with the published figures beside them."""
+import altair as alt
+import pandas as pd
+
+MEASURED_TOOLTIP = ["machine", "device_name", "variant", "median_s", "iqr_s", "noisy", "preset", "run_id"]
+
+
+def ok_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[rows["point_status"] == "ok"] if len(rows) else rows
+
+
+def series_label(rows: pd.DataFrame) -> pd.Series:
+    """'variant · device (machine)', so runs from several machines stay apart."""
+    return rows["variant"] + " · " + rows["device"] + " (" + rows["machine_id"].str[:18] + ")"
+
+
+def scale(log: bool) -> alt.Scale:
+    return alt.Scale(type="log") if log else alt.Scale(zero=False)
+
+
+def measured_lines(rows: pd.DataFrame, x: str, y: str, *, title: str, x_title: str, y_title: str,
+                   log_x: bool = True, log_y: bool = True, tooltip: list[str] = ()) -> alt.Chart:
+    """One line per variant, device and machine: y against x, raw figures in the tooltip."""
+    data = ok_rows(rows).assign(series=series_label)
+    return alt.Chart(data, title=title).mark_line(point=True).encode(
+        x=alt.X(f"{x}:Q", title=x_title, scale=scale(log_x)),
+        y=alt.Y(f"{y}:Q", title=y_title, scale=scale(log_y)),
+        color=alt.Color("series:N", title="measured"),
+        tooltip=[x, y, *tooltip, *MEASURED_TOOLTIP],
+    )
+
+
+def published_points(published: pd.DataFrame, x: str, y: str = "value") -> alt.Chart:
+    """The write-up's figures as large open diamonds, labelled 'published · device'."""
+    data = published.assign(series="published · " + published["device"])
+    return alt.Chart(data).mark_point(shape="diamond", size=140, filled=False, strokeWidth=2).encode(
+        x=f"{x}:Q", y=f"{y}:Q", color=alt.Color("series:N"),
+        tooltip=[x, y, "device", "hardware", "source", "note"],
+    )
+
+
+def grouped_bars(data: pd.DataFrame, x: str, y: str, group: str, *, title: str, y_title: str,
+                 log_y: bool = False, tooltip: list[str] = ()) -> alt.Chart:
+    """Bars of y per x, one bar per group (measured and published series side by side)."""
+    return alt.Chart(data, title=title).mark_bar().encode(
+        x=alt.X(f"{x}:N", title=x),
+        xOffset=f"{group}:N",
+        y=alt.Y(f"{y}:Q", title=y_title, scale=scale(log_y)),
+        color=alt.Color(f"{group}:N", title="series"),
+        tooltip=[x, y, group, *tooltip],
+    )

@@ -1,0 +1,117 @@
+"""Device discovery, synchronisation and the machine fingerprint (in the spirit of MLPerf's
+system description)."""
+import hashlib
+import json
+import platform
+import re
+from functools import lru_cache
+
+import numpy as np
+import psutil
+import torch
+
+
+def available() -> list[str]:
+    """Every device this machine can run on: 'cpu', each 'cuda:N', and 'mps' when present."""
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        found.append("mps")
+    return found
+
+
+def kind(device: str) -> str:
+    """'cpu', 'cuda' or 'mps' for a device name such as 'cuda:1'."""
+    return torch.device(device).type
+
+
+class DeviceError(ValueError):
+    pass
+
+
+def check(device: str) -> str:
+    """Return the device name if it is present here, else raise naming the ones that are."""
+    present = available()
+    if device not in present:
+        raise DeviceError(f"device: '{device}' is not present on this machine; available: {', '.join(present)}")
+    return device
+
+
+def synchronize(device: str) -> None:
+    """Wait for all queued work on the device; a no-op on the CPU."""
+    k = kind(device)
+    if k == "cuda":
+        torch.cuda.synchronize(device)
+    elif k == "mps":
+        torch.mps.synchronize()
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    return isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error).lower()
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            match = re.search(r"^model name\s*:\s*(.+)$", f.read(), re.M)
+        if match:
+            return match.group(1).strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpus() -> list[dict]:
+    if not torch.cuda.is_available():
+        return []
+    driver = None
+    try:
+        raw = torch._C._cuda_getDriverVersion()  # e.g. 12040 -> "12.4"
+        driver = f"{raw // 1000}.{raw % 1000 // 10}"
+    except (AttributeError, RuntimeError):
+        pass
+    gpus = []
+    for i in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(i)
+        gpus.append({"device": f"cuda:{i}", "name": p.name, "memory_gib": round(p.total_memory / 2**30, 1),
+                     "compute_capability": f"{p.major}.{p.minor}", "cuda_driver": driver})
+    return gpus
+
+
+@lru_cache(maxsize=1)
+def fingerprint() -> dict:
+    """What the machine is and what software it runs; stable across runs on the same machine."""
+    fp = {
+        "cpu_model": _cpu_model(),
+        "cpu_physical_cores": psutil.cpu_count(logical=False),
+        "cpu_logical_cores": psutil.cpu_count(logical=True),
+        "torch_threads": torch.get_num_threads(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
+        "gpus": _gpus(),
+        "mps": "mps" in available(),
+    }
+    fp["machine_id"] = machine_id(fp)
+    return fp
+
+
+def machine_id(fp: dict) -> str:
+    """A readable, stable id: the CPU model's slug plus a hash of the hardware (not the software)."""
+    hardware = {k: fp[k] for k in ("cpu_model", "cpu_logical_cores", "memory_gib", "os")}
+    hardware["os"] = platform.system()
+    hardware["gpus"] = [g["name"] for g in fp["gpus"]]
+    digest = hashlib.sha256(json.dumps(hardware, sort_keys=True).encode()).hexdigest()[:8]
+    slug = re.sub(r"[^a-z0-9]+", "-", fp["cpu_model"].lower()).strip("-")[:28].strip("-")
+    return f"{slug or 'machine'}-{digest}"
+
+
+def label(fp: dict) -> str:
+    """One line naming the machine, for legends and tooltips."""
+    gpus = ", ".join(g["name"] for g in fp.get("gpus", [])) or "no GPU"
+    return f"{fp['cpu_model']} ({fp['cpu_logical_cores']} threads) / {gpus}"

@@ -1,0 +1,35 @@
+import pandas as pd
+import streamlit as st
+
+from core import experiments, results
+from ui import data
+
+st.title("Crossover")
+st.markdown("""
+**Will a GPU make my small PyTorch model faster, and why or why not?** Five public write-ups timed small
+workloads on a CPU and a GPU and drew conclusions, some right, some artefacts of how they measured.
+Crossover reproduces each of them on your hardware, shows the published figures beside its own, lets you
+rerun any experiment on the local devices, and explains the gap with measurements: transfers, kernel
+launches, synchronisation and batch size.
+
+Every number here is either **measured** (a record in the results folder, with the machine's
+fingerprint, software versions, configuration and raw samples) or **published** (a write-up's own
+figure, labelled with its source).
+""")
+
+records = data.records()
+runs = results.runs_frame(records)
+st.subheader("The experiments")
+table = pd.DataFrame([{"experiment": e.title, "the write-up's claim": e.claim, "source": e.source,
+                       "runs": int((runs["experiment"] == e.name).sum()) if len(runs) else 0,
+                       "machines": runs[runs["experiment"] == e.name]["machine"].nunique() if len(runs) else 0}
+                      for e in experiments.registry().values()])
+st.dataframe(table, hide_index=True)
+
+st.subheader("Machines with results")
+if runs.empty:
+    st.info("No results yet. Run `python -m core run matmul --preset quick`, or use a page's rerun panel.")
+else:
+    per_machine = runs.groupby("machine").agg(runs=("run_id", "count"), experiments=("experiment", "nunique"),
+                                               last_run=("started", "max")).reset_index()
+    st.dataframe(per_machine, hide_index=True)

@@ -1,0 +1,64 @@
+"""The one template every experiment page follows: claim, what we measured, verdicts, charts, the table
+with a CSV download, why, and the rerun panel."""
+from typing import Callable
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from core import devices, experiments
+from core.verdicts import NEEDS_GPU, NOT_REPRODUCED, REPRODUCED, Verdict
+from ui import data
+from ui.rerun_panel import rerun_panel
+
+ChartBuilder = Callable[[pd.DataFrame, pd.DataFrame], list[alt.Chart]]
+VerdictBuilder = Callable[[pd.DataFrame, pd.DataFrame], list[Verdict]]
+TableBuilder = Callable[[pd.DataFrame], dict[str, pd.DataFrame]]
+MARKS = {REPRODUCED: "✅", NOT_REPRODUCED: "❌", NEEDS_GPU: "⏳"}
+TABLE_DROP = ["samples_s", "machine_id", "planned_points", "ended"]
+
+
+def experiment_page(name: str, charts: ChartBuilder, explanation: str, verdicts: VerdictBuilder = None,
+                    tables: TableBuilder = None, notes: str = "") -> None:
+    exp = experiments.get(name)
+    st.title(exp.title)
+    st.markdown(f"> **The write-up's claim.** {exp.claim}")
+    st.caption(f"Source: `shared/seeds/{exp.source}`")
+    st.subheader("What we measured")
+    st.markdown(exp.summary)
+    if devices.available() == ["cpu"]:
+        st.warning("No GPU was found on this machine: only the CPU variants can run here. GPU results "
+                   "appear when records from a GPU machine are in the results folder.")
+    rows, published = data.rows(name), data.published(name)
+    if rows.empty:
+        st.info("No measured results yet: start a run below, or with `python -m core run "
+                f"{name} --preset quick`.")
+    if verdicts:
+        _verdicts(verdicts(rows, published))
+    if not rows.empty:
+        st.subheader("Results")
+        for chart in charts(rows, published):
+            st.altair_chart(chart, width="stretch")
+        for title, table in (tables(rows) if tables else {}).items():
+            st.markdown(f"**{title}**")
+            st.dataframe(table, hide_index=True) if len(table) else st.caption("Nothing to show yet.")
+        _table(name, rows)
+    st.subheader("Why")
+    st.markdown(explanation)
+    if notes:
+        st.caption(notes)
+    rerun_panel(exp)
+
+
+def _verdicts(found: list[Verdict]) -> None:
+    st.subheader("The claims, checked")
+    for v in found:
+        st.markdown(f"{MARKS.get(v.outcome, '•')} **{v.outcome}**: {v.claim}  \n{v.evidence}")
+
+
+def _table(name: str, rows: pd.DataFrame) -> None:
+    table = rows.drop(columns=[c for c in TABLE_DROP if c in rows.columns])
+    with st.expander("All measured points"):
+        st.dataframe(table, hide_index=True)
+        st.download_button("Download CSV", rows.to_csv(index=False).encode(), file_name=f"crossover-{name}.csv",
+                           mime="text/csv")
