@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import devices, settings
+from core import devices, runlock, settings
 
 SCHEMA_VERSION = 1
 STATUSES = ("running", "complete", "partial", "failed", "cancelled")
@@ -94,13 +94,20 @@ def read_record(path: Path) -> dict:
 
 
 def load_records(results_dir: Path = None) -> list[dict]:
-    """Every readable record; an unreadable or foreign file is skipped with a warning naming it."""
+    """Every readable record; an unreadable or foreign file is skipped with a warning naming it.
+    A record still marked running that no live run holds was interrupted: it reads as partial."""
+    folder = results_dir or settings.results_dir()
+    active = (runlock.holder(folder) or {}).get("run_id")
     records = []
-    for path in sorted((results_dir or settings.results_dir()).glob("*/*.json")):
+    for path in sorted(folder.glob("*/*.json")):
         try:
-            records.append(read_record(path))
+            record = read_record(path)
         except ValueError as e:
             warnings.warn(f"skipping {path}: {e}", stacklevel=2)
+            continue
+        if record["status"] == "running" and record["run_id"] != active:
+            record["status"] = "partial"
+        records.append(record)
     return records
 
 
@@ -116,9 +123,14 @@ def runs_frame(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame([record_summary(r) for r in records])
 
 
+BASE_COLUMNS = ["run_id", "experiment", "preset", "status", "machine_id", "machine", "started", "ended", "points",
+                "planned_points", "device", "device_name", "variant", "point_status", "error", "median_s", "iqr_s",
+                "noisy", "samples_s"]
+
+
 def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
     """One row per measured point, with its run's metadata; swept parameters and metrics become
-    columns of their own (metrics prefixed by nothing, parameters by nothing; raw samples kept)."""
+    columns of their own, raw samples are kept. Empty, it still has the base columns."""
     flat = []
     for record in records:
         if experiment and record["experiment"] != experiment:
@@ -130,7 +142,7 @@ def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
                          "error": row.get("error"), **row.get("params", {}),
                          "median_s": row.get("median"), "iqr_s": row.get("iqr"), "noisy": row.get("noisy"),
                          "samples_s": row.get("samples"), **row.get("metrics", {})})
-    return pd.DataFrame(flat)
+    return pd.DataFrame(flat) if flat else pd.DataFrame(columns=BASE_COLUMNS)
 
 
 def device_name(record: dict, device: str) -> str:

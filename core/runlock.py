@@ -21,7 +21,6 @@ class BusyError(RuntimeError):
 
 def _paths(results_dir: Path = None) -> tuple[Path, Path]:
     folder = results_dir or settings.results_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     return folder / LOCK_NAME, folder / INFO_NAME
 
 
@@ -29,6 +28,7 @@ def acquire(info: dict, results_dir: Path = None) -> int:
     """Take the lock and publish `info`; returns the locked file descriptor (inheritable, so a child
     process can keep holding it). Raises BusyError with the holder's info."""
     lock_path, info_path = _paths(results_dir)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -44,9 +44,12 @@ def update(info: dict, results_dir: Path = None) -> None:
 
 
 def holder(results_dir: Path = None) -> dict | None:
-    """What holds the lock now, or None when nothing runs."""
+    """What holds the lock now, or None when nothing runs (also when the folder is not writable)."""
     lock_path, info_path = _paths(results_dir)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         fcntl.flock(fd, fcntl.LOCK_UN)

@@ -1,0 +1,48 @@
+import json
+import subprocess
+import sys
+
+from core import results, settings
+from core.cli import main
+
+
+def test_info_prints_the_fingerprint():
+    out = subprocess.run([sys.executable, "-m", "core", "info"], cwd=settings.APP_ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert json.loads(out)["machine_id"]
+
+
+def test_list_names_parameters_presets_and_variants(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "matmul:" in out and "--set sizes=" in out and "preset smoke:" in out and "variant 'numpy'" in out
+
+
+def test_bad_input_exits_non_zero_naming_the_field(capsys, results_dir):
+    cases = {("run", "nope"): "experiment: 'nope' is unknown",
+             ("run", "matmul", "--preset", "huge"): "preset: 'huge' is not one of",
+             ("run", "matmul", "--set", "sizes=0"): "sizes: 0 is out of range; allowed:",
+             ("run", "matmul", "--set", "repeats"): "--set: 'repeats' is not NAME=VALUE",
+             ("run", "matmul", "--set", "bogus=1"): "bogus: unknown parameter",
+             ("run", "matmul", "--device", "cuda:9"): "device: 'cuda:9' is not present"}
+    for argv, message in cases.items():
+        assert main(list(argv)) == 2, argv
+        assert message in capsys.readouterr().err
+    assert not list(results_dir.glob("*/*.json"))
+
+
+def test_run_writes_a_complete_record(capsys, results_dir):
+    assert main(["run", "matmul", "--device", "cpu", "--preset", "smoke", "--set", "sizes=8,16",
+                 "--set", "variants=numpy"]) == 0
+    out = capsys.readouterr().out
+    assert "[2/2] cpu numpy size=16: median" in out
+    [record] = results.load_records(results_dir)
+    assert record["status"] == "complete" and [r["params"]["size"] for r in record["rows"]] == [8, 16]
+    assert record["config"]["variants"] == ["numpy"]
+
+
+def test_read_only_refuses_to_run(capsys, results_dir, monkeypatch):
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    assert main(["run", "matmul", "--preset", "smoke"]) == 2
+    assert "read-only" in capsys.readouterr().err
+    assert not list(results_dir.glob("*/*.json"))
