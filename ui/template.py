@@ -14,7 +14,8 @@ from ui.rerun_panel import rerun_panel
 ChartBuilder = Callable[[pd.DataFrame, pd.DataFrame], list[alt.Chart]]
 VerdictBuilder = Callable[[pd.DataFrame, pd.DataFrame], list[Verdict]]
 TableBuilder = Callable[[pd.DataFrame], dict[str, pd.DataFrame]]
-MARKS = {REPRODUCED: "✅", NOT_REPRODUCED: "❌", NEEDS_GPU: "⏳"}
+MARKS = {REPRODUCED: ":green[:material/check_circle:]", NOT_REPRODUCED: ":red[:material/cancel:]",
+         NEEDS_GPU: ":orange[:material/hourglass_empty:]"}
 TABLE_DROP = ["samples_s", "machine_id", "planned_points", "ended"]
 
 
@@ -53,7 +54,7 @@ def experiment_page(name: str, charts: ChartBuilder, explanation: str, verdicts:
 def _verdicts(found: list[Verdict]) -> None:
     st.subheader("The claims, checked")
     for v in found:
-        st.markdown(f"{MARKS.get(v.outcome, '•')} **{v.outcome}**: {v.claim}  \n{v.evidence}")
+        st.markdown(f"{MARKS.get(v.outcome, ':material/help:')} **{v.outcome}**: {v.claim}  \n{v.evidence}")
 
 
 def _table(name: str, rows: pd.DataFrame) -> None:

@@ -1,0 +1,82 @@
+"""The app as a person sees it: served by `streamlit run`, driven in headless Chromium."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from core import experiments, runner, settings
+from core.results import RecordWriter
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)"),
+]
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in requirements-dev.txt")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def serve(results_dir):
+    """Start `streamlit run` on a free loopback port with a smoke matmul record; yields a URL maker."""
+    exp = experiments.get("matmul")
+    config = exp.config("smoke")
+    runner.run(exp, config, ["cpu"], RecordWriter("matmul", "smoke", config, ["cpu"]))
+    servers = []
+
+    def start(**env) -> str:
+        port = free_port()
+        servers.append(subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true"],
+            cwd=settings.APP_ROOT, env=os.environ | env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    return url
+            except OSError:
+                time.sleep(0.5)
+        raise AssertionError("streamlit did not come up within 60 s")
+    yield start
+    for server in servers:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+@pytest.fixture
+def page():
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"])
+        yield browser.new_page(viewport={"width": 1400, "height": 1000})
+        browser.close()
+
+
+def test_navigate_to_matmul_and_see_its_charts(serve, page, tmp_path):
+    page.goto(serve())
+    page.get_by_role("heading", name="Crossover").wait_for(timeout=60_000)
+    page.get_by_role("link", name="Matrix multiply and transfers").click()
+    page.get_by_text("The write-up's claim.").wait_for(timeout=60_000)
+    page.locator(".vega-embed").nth(2).wait_for(timeout=60_000)
+    assert page.locator(".vega-embed").count() >= 3
+    page.get_by_role("button", name="Run", exact=True).wait_for(timeout=30_000)
+    page.screenshot(path=os.environ.get("CROSSOVER_SCREENSHOT", tmp_path / "matmul.png"), full_page=True)
+
+
+def test_read_only_view_has_no_run_button(serve, page):
+    page.goto(serve(CROSSOVER_READ_ONLY="1") + "/matmul")
+    page.get_by_text("This is a read-only view").wait_for(timeout=60_000)
+    page.locator(".vega-embed").first.wait_for(timeout=60_000)
+    assert page.get_by_role("button", name="Run", exact=True).count() == 0
