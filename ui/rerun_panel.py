@@ -29,16 +29,22 @@ def _form(exp: Experiment) -> None:
     picked = st.multiselect("Devices", choices, default=choices, key=f"{exp.name}-devices")
     preset = st.selectbox("Preset", PRESETS, index=PRESETS.index("quick"), key=f"{exp.name}-preset",
                           help="smoke: seconds, for tests; quick: about a minute per device; paper: the write-up's scale")
+    overrides, errors = {}, []
     with st.expander("Parameters"):
-        base = exp.config(preset)
-        raw = {p.name: _input(exp, preset, p, base[p.name]) for p in exp.all_params()}
+        for p, value in exp.config(preset).items():
+            try:
+                overrides[p] = _input(exp, preset, exp.param(p), value)
+            except ConfigError as e:
+                errors.append(str(e))
+    if not picked:
+        errors.append(f"devices: choose at least one of {', '.join(choices)}")
     try:
-        overrides = {name: exp.param(name).parse(text) for name, text in raw.items()}
-        config = exp.config(preset, overrides)
-        if not picked:
-            raise ConfigError("devices", f"choose at least one of {', '.join(choices)}")
+        config = exp.config(preset, overrides) if not errors else None
     except ConfigError as e:
-        st.error(str(e))
+        errors.append(str(e))
+    if errors:
+        for message in errors:
+            st.error(message)
         return
     st.caption(_estimate(exp, preset, config, picked))
     if st.button("Run", type="primary", key=f"{exp.name}-run"):
@@ -51,10 +57,16 @@ def _form(exp: Experiment) -> None:
         st.rerun()
 
 
-def _input(exp: Experiment, preset: str, p: Param, value) -> str:
-    """Every parameter as text, parsed and checked by its Param (the same path as the CLI)."""
+def _input(exp: Experiment, preset: str, p: Param, value):
+    """A widget per parameter, its value checked by the Param (the same checks as the CLI).
+    Keys include the preset, so switching presets shows that preset's values."""
+    key, help_ = f"{exp.name}-{preset}-{p.name}", f"{p.help} ({p.allowed()})"
+    if p.choices and p.many:
+        return p.check(tuple(st.multiselect(p.name, p.choices, default=list(value), key=key, help=help_)))
+    if p.kind is bool:
+        return st.checkbox(p.name, value, key=key, help=help_)
     shown = ",".join(map(str, value)) if p.many else str(value)
-    return st.text_input(p.name, shown, help=f"{p.help} ({p.allowed()})", key=f"{exp.name}-{preset}-{p.name}")
+    return p.parse(st.text_input(p.name, shown, key=key, help=help_))
 
 
 def _estimate(exp: Experiment, preset: str, config: dict, picked: list[str]) -> str:

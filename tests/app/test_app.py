@@ -77,7 +77,7 @@ def test_run_button_starts_a_background_run_and_its_results_appear(results_dir):
     at = app()
     assert not at.get("vega_lite_chart")
     at.selectbox(key="matmul-preset").set_value("smoke").run()
-    at.text_input(key="matmul-smoke-variants").set_value("numpy").run()
+    at.multiselect(key="matmul-smoke-variants").set_value(["numpy"]).run()
     at.button(key="matmul-run").click().run()
     assert not at.exception
     wait_for(lambda: jobs.current() is None and list(results_dir.glob("*/*.json")))
