@@ -52,13 +52,13 @@ def _jsonable(value):
 class RecordWriter:
     """Builds one run's record and rewrites it atomically at every change."""
 
-    def __init__(self, experiment: str, preset: str, config: dict, devices_: list[str],
+    def __init__(self, experiment: str, preset: str, config: dict, device_names: list[str],
                  run_id: str = None, results_dir: Path = None):
         fp = devices.fingerprint()
         self.record = {
             "schema": SCHEMA_VERSION, "run_id": run_id or new_run_id(experiment),
             "experiment": experiment, "preset": preset, "variants": list(config.get("variants", ())),
-            "devices": list(devices_), "config": config, "machine_id": fp["machine_id"],
+            "devices": list(device_names), "config": config, "machine_id": fp["machine_id"],
             "fingerprint": fp, "started": now(), "ended": None, "status": "running",
             "planned_points": 0, "rows": [], "error": None,
         }
