@@ -1,0 +1,144 @@
+"""The write-up's Iris classifier (4 -> 10 -> 3 MLP), its data, and the training loops that differ only
+in how the loss comes back to the host: `loss.item()` every k epochs (as written), every loss written
+into a preallocated device buffer and read once at the end, and the same with the whole step replayed
+as a CUDA graph."""
+from functools import lru_cache
+
+import torch
+from sklearn.datasets import load_iris
+from torch import nn
+
+GRAPH_WARMUP_STEPS = 3  # steps on a side stream before capture, as the CUDA graphs notes require
+
+
+class IrisMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 10)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(10, 3)
+
+    def forward(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+@lru_cache(maxsize=1)
+def iris_data() -> tuple[torch.Tensor, torch.Tensor]:
+    """All 150 samples with each feature min-max scaled to [0, 1], and the labels 0..2."""
+    bunch = load_iris()
+    low, high = bunch.data.min(axis=0), bunch.data.max(axis=0)
+    features = (bunch.data - low) / (high - low)
+    return torch.tensor(features, dtype=torch.float32), torch.tensor(bunch.target, dtype=torch.long)
+
+
+def initial_model(seed: int) -> IrisMLP:
+    """Seeded weights built on the CPU (without touching the global generator), so every device
+    starts from the same model."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return IrisMLP()
+
+
+class Training:
+    """One device's model, data and SGD optimiser for a fixed number of full-batch epochs. Every loop
+    starts from the seeded weights, leaves the losses the host received in `logged` as (epoch, loss)
+    pairs, and reads device tensors only through `_read_one`/`_read_buffer`, which count the reads."""
+
+    def __init__(self, device: str, seed: int, lr: float, epochs: int):
+        x, y = iris_data()
+        self.device, self.epochs = device, epochs
+        self.x, self.y = x.to(device), y.to(device)
+        self.model = initial_model(seed).to(device)
+        self.start = [p.detach().clone() for p in self.model.parameters()]
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
+        self.criterion = nn.CrossEntropyLoss()
+        self.losses = torch.zeros(epochs, device=device)
+        self.cursor = torch.zeros(1, dtype=torch.long, device=device)
+        self.graph = None
+        self.reads = 0
+        self.logged: list[tuple[int, float]] = []
+
+    def step(self) -> torch.Tensor:
+        loss = self.criterion(self.model(self.x), self.y)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def reset(self) -> None:
+        """Back to the seeded weights (in place: a captured graph keeps using the same memory)."""
+        self.reads = 0
+        with torch.no_grad():
+            for param, start in zip(self.model.parameters(), self.start):
+                param.copy_(start)
+
+    # -- the loops ---------------------------------------------------------------------------------
+    def as_written(self, log_every: int) -> None:
+        """The write-up's loop: `loss.item()` after every `log_every`-th step; 0 never reads."""
+        self.reset()
+        self.logged = []
+        for epoch in range(1, self.epochs + 1):
+            loss = self.step()
+            if log_every and epoch % log_every == 0:
+                self.logged.append((epoch, self._read_one(loss)))
+
+    def buffered(self) -> None:
+        """Every epoch's loss goes into the device buffer; one read at the end."""
+        self.reset()
+        for epoch in range(self.epochs):
+            self.losses[epoch] = self.step().detach()
+        self.logged = self._read_buffer()
+
+    def capture(self) -> None:
+        """Capture one step plus the write of its loss at a device-side cursor as a CUDA graph. The
+        warm-up steps change the weights; `graphed` resets them before replaying."""
+        def step_and_record():
+            loss = self.step()
+            self.losses.index_copy_(0, self.cursor, loss.detach().view(1))
+            self.cursor.add_(1)
+
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(GRAPH_WARMUP_STEPS):
+                self.cursor.zero_()
+                step_and_record()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        self.cursor.zero_()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            step_and_record()
+
+    def graphed(self) -> None:
+        """`buffered`, with each epoch one replay of the captured step (call `capture` first)."""
+        self.reset()
+        self.cursor.zero_()
+        for _ in range(self.epochs):
+            self.graph.replay()
+        self.logged = self._read_buffer()
+
+    # -- results -----------------------------------------------------------------------------------
+    def evaluate(self) -> tuple[float, float]:
+        """Cross-entropy and accuracy of the current weights on the whole data set (outside any timing)."""
+        with torch.no_grad():
+            logits = self.model(self.x)
+            loss = self.criterion(logits, self.y)
+            accuracy = (logits.argmax(dim=1) == self.y).float().mean()
+        return float(loss.cpu()), float(accuracy.cpu())
+
+    def _read_one(self, loss: torch.Tensor) -> float:
+        self.reads += 1
+        return loss.item()
+
+    def _read_buffer(self) -> list[tuple[int, float]]:
+        self.reads += 1
+        return list(enumerate(self.losses.cpu().tolist(), start=1))
+
+
+def thinned(logged: list[tuple[int, float]], at_most: int = 200) -> list[tuple[int, float]]:
+    """At most `at_most` evenly spaced (epoch, loss) pairs, always keeping the last."""
+    if len(logged) <= at_most:
+        return logged
+    stride = len(logged) / at_most
+    picked = [logged[int(i * stride)] for i in range(at_most - 1)]
+    return picked + [logged[-1]]
