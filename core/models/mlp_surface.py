@@ -1,0 +1,132 @@
+"""The Flux write-up's regression network (2 -> 20 -> 5 -> 1, ReLU) fitted to MATLAB's peaks surface,
+and the three training loops Crossover times: full batch as written, minibatches from a DataLoader, and
+the tuned step (a CUDA graph on CUDA) that reads the loss back only once, at the end."""
+from functools import lru_cache
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from core import devices
+
+AS_WRITTEN = "as written"
+WITH_LOADER = "with DataLoader"
+TUNED = "tuned"
+LOW, HIGH = -3.0, 3.0
+SURFACE_GRID = 40  # the write-up evaluates the learned surface on 40 x 40 points
+GRAPH_WARMUP_STEPS = 3  # eager steps on a side stream before capture, as the CUDA graphs notes require
+
+
+def peaks(x, y):
+    """MATLAB's peaks function, elementwise on tensors."""
+    return (3 * (1 - x) ** 2 * torch.exp(-x**2 - (y + 1) ** 2)
+            - 10 * (x / 5 - x**3 - y**5) * torch.exp(-x**2 - y**2)
+            - torch.exp(-(x + 1) ** 2 - y**2) / 3)
+
+
+@lru_cache(maxsize=4)
+def grid_data(side: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """side x side points on [-3, 3]^2 as (side², 2) inputs with x varying fastest (the write-up's
+    `repeat(x1, outer=N), repeat(x2, inner=N)`), and the (side², 1) peaks targets; float32, CPU."""
+    axis = torch.linspace(LOW, HIGH, side)
+    x, y = axis.repeat(side), axis.repeat_interleave(side)
+    return torch.stack([x, y], dim=1), peaks(x, y).unsqueeze(1)
+
+
+def surface_axis() -> list[float]:
+    return torch.linspace(LOW, HIGH, SURFACE_GRID).tolist()
+
+
+def initial_network(seed: int) -> nn.Sequential:
+    """The network with Flux's Dense initialisation (Glorot-uniform weights, zero biases), drawn on the
+    CPU from its own seeded generator, so every device starts from the same weights."""
+    net = nn.Sequential(nn.Linear(2, 20), nn.ReLU(), nn.Linear(20, 5), nn.ReLU(), nn.Linear(5, 1))
+    generator = torch.Generator().manual_seed(seed)
+    for layer in net:
+        if isinstance(layer, nn.Linear):
+            nn.init.xavier_uniform_(layer.weight, generator=generator)
+            nn.init.zeros_(layer.bias)
+    return net
+
+
+class Trainer:
+    """One device's network, Adam state and data. Every `train` call starts again from the seeded
+    weights and a fresh Adam state, and returns the loss of each epoch as host floats."""
+
+    def __init__(self, mode: str, device: str, side: int, seed: int, lr: float, batch_size: int):
+        x, y = grid_data(side)
+        self.mode, self.device = mode, device
+        self.model = initial_network(seed).to(device)
+        self.start = [p.detach().clone() for p in self.model.parameters()]
+        self.graphed = mode == TUNED and devices.kind(device) == "cuda"
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr, capturable=self.graphed)
+        self.x, self.y = x.to(device), y.to(device)
+        # the DataLoader variant keeps the data on the host and moves every minibatch, as usually written
+        self.loader = DataLoader(TensorDataset(x, y), batch_size=batch_size) if mode == WITH_LOADER else None
+        self.steps_per_epoch = len(self.loader) if self.loader else 1
+        self.graph = self._capture() if self.graphed else None
+
+    def train(self, epochs: int) -> list[float]:
+        self._reset()
+        if self.mode == WITH_LOADER:
+            return [self._loader_epoch() for _ in range(epochs)]
+        if self.mode == TUNED:
+            return self._tuned(epochs)
+        # Flux.train! checks at every step that the loss is finite, which reads it back to the host
+        return [self._step(self.x, self.y).item() for _ in range(epochs)]
+
+    @torch.no_grad()
+    def final_mse(self) -> float:
+        return F.mse_loss(self.model(self.x), self.y).item()
+
+    @torch.no_grad()
+    def surface(self) -> list[float]:
+        """The learned surface on the 40 x 40 grid, x varying fastest."""
+        x, _ = grid_data(SURFACE_GRID)
+        return self.model(x.to(self.device)).flatten().cpu().tolist()
+
+    def _step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = F.mse_loss(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def _loader_epoch(self) -> float:
+        losses = [self._step(xb.to(self.device), yb.to(self.device)).item() for xb, yb in self.loader]
+        return sum(losses) / len(losses)
+
+    def _tuned(self, epochs: int) -> list[float]:
+        losses = torch.empty(epochs, device=self.device)
+        for epoch in range(epochs):
+            if self.graph:
+                self.graph.replay()
+                losses[epoch] = self.graph_loss
+            else:
+                losses[epoch] = self._step(self.x, self.y).detach()
+        return losses.tolist()  # the only read back to the host
+
+    def _reset(self) -> None:
+        """Seeded weights and zeroed Adam moments and step counts, in place, so a captured graph's
+        tensors stay where it recorded them; equivalent to a fresh optimiser."""
+        with torch.no_grad():
+            for param, start in zip(self.model.parameters(), self.start):
+                param.copy_(start)
+        for state in self.optimizer.state.values():
+            for value in state.values():
+                value.zero_()
+
+    def _capture(self) -> torch.cuda.CUDAGraph:
+        """Record one full-batch step (forward, backward, Adam update) as a CUDA graph."""
+        side_stream = torch.cuda.Stream(self.device)
+        side_stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side_stream):
+            for _ in range(GRAPH_WARMUP_STEPS):
+                self._step(self.x, self.y)
+        torch.cuda.current_stream(self.device).wait_stream(side_stream)
+        graph = torch.cuda.CUDAGraph()
+        self.optimizer.zero_grad(set_to_none=True)  # backward then allocates the grads in the graph's pool
+        with torch.cuda.graph(graph):
+            self.graph_loss = self._step(self.x, self.y).detach()
+        return graph
