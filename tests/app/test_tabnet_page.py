@@ -1,0 +1,44 @@
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core import runner, settings
+from core.experiments import tabnet
+from core.results import RecordWriter
+
+EXP = tabnet.EXPERIMENT
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """The fits here are tiny; on a busy 2-core machine two OpenMP threads can stall each other badly."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def page() -> AppTest:
+    return AppTest.from_file(str(settings.APP_ROOT / "pages" / "tabnet.py"), default_timeout=60).run()
+
+
+def markdown(at: AppTest) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_page_without_results_explains_and_offers_a_run():
+    at = page()
+    assert not at.exception
+    assert not at.get("vega_lite_chart")
+    assert "no data yet" in markdown(at) and "Ghost batch norm" in markdown(at)
+    assert any(b.label == "Run" for b in at.button)
+
+
+def test_page_with_a_cpu_run_shows_charts_tables_and_asks_for_a_gpu():
+    config = EXP.config("smoke", {"batch_sizes": (256,), "rows": 512})
+    assert runner.run(EXP, config, ["cpu"], RecordWriter("tabnet", "smoke", config, ["cpu"])) == "complete"
+    at = page()
+    assert not at.exception
+    assert len(at.get("vega_lite_chart")) == 4
+    assert "needs a GPU to tell" in markdown(at)
+    assert len(at.dataframe) >= 2
