@@ -1,0 +1,60 @@
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core import results, runner, settings
+from core.experiments.cnn import EXPERIMENT
+from core.results import RecordWriter, write_atomic
+from tests.unit.test_cnn import CPU_TIMES, GPU_TIMES, fake_record
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """The models here are tiny; on a busy 2-core machine two OpenMP threads can stall each other badly."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def page() -> AppTest:
+    return AppTest.from_file(str(settings.APP_ROOT / "pages" / "cnn.py"), default_timeout=60).run()
+
+
+def markdown(at: AppTest) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_page_without_results_explains_and_offers_a_run():
+    at = page()
+    assert not at.exception
+    assert not at.get("vega_lite_chart")
+    assert "no data yet" in markdown(at) and "What the tuned variant changes" in markdown(at)
+    assert any(b.label == "Run" for b in at.button)
+
+
+def test_page_with_a_cpu_run_shows_charts_and_asks_for_a_gpu():
+    config = EXPERIMENT.config("smoke", {"models": ("cnn1d",)})
+    assert runner.run(EXPERIMENT, config, ["cpu"], RecordWriter("cnn", "smoke", config, ["cpu"])) == "complete"
+    at = page()
+    assert not at.exception
+    assert len(at.get("vega_lite_chart")) == 5
+    assert "needs a GPU to tell" in markdown(at)
+
+
+def test_page_with_a_gpu_machines_records_shows_verdicts_from_them(results_dir):
+    record = fake_record(CPU_TIMES, GPU_TIMES)
+    write_atomic(results_dir / record["machine_id"] / f"{record['run_id']}.json", record)
+    at = page()
+    assert not at.exception
+    assert len(at.get("vega_lite_chart")) == 5
+    text = markdown(at)
+    assert "reproduced" in text and "needs a GPU to tell" not in text
+    assert len(at.dataframe) >= 3
+
+
+def test_page_renders_the_shipped_results(shipped_results):
+    if results.rows_frame(results.load_records(), "cnn").empty:
+        pytest.skip("no cnn record shipped in results/ yet")
+    at = page()
+    assert not at.exception and at.get("vega_lite_chart")
