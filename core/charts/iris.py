@@ -8,6 +8,7 @@ from core.charts.common import grouped_bars, scale
 from core.experiments.iris import (AS_WRITTEN, NEVER, PAPER_EPOCHS, TUNED, hook_checks, interval_label,
                                    interval_order, training_rows)
 
+HEIGHT = 320
 TOOLTIP = ["machine", "device_name", "variant", "interval", "epochs", "median_s", "iqr_s", "noisy",
            "host_syncs", "losses_received", "us_per_epoch", "torch_threads", "run_id"]
 
@@ -16,13 +17,34 @@ def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
     trained = training_rows(rows)
     out = []
     if len(trained):
-        trained = trained.assign(side=trained["device"].map(_side), machine_short=trained["machine_id"].str[:18])
+        trained = trained.assign(side=trained["device"].map(_side), machine_short=_short(trained["machine_id"]))
         out += [total_time(trained, published), interval_time(trained, published), loss_curves(trained),
                 per_epoch_cost(trained, published)]
     calls = hook_checks(rows)
     if len(calls):
         out.append(call_cost(calls))
     return out
+
+
+def _legend(title: str) -> alt.Legend:
+    return alt.Legend(title=title, labelLimit=0)
+
+
+def _bars(data: pd.DataFrame, x: str, y: str, group: str, *, title: str, y_title: str,
+          tooltip: list[str]) -> alt.Chart:
+    """grouped_bars over the median of each bar's runs (so repeated runs do not stack), with the
+    series' full names in the legend."""
+    summary = data.groupby([x, group], as_index=False, dropna=False).agg(
+        **{y: (y, "median"), "runs": (y, "size")}, **{t: (t, "first") for t in tooltip})
+    chart = grouped_bars(summary, x, y, group, title=title, y_title=y_title, tooltip=["runs", *tooltip])
+    lines = alt.Axis(labelAngle=0, labelLimit=0, labelExpr="split(datum.label, ' · ')")  # one line per part
+    return chart.encode(x=alt.X(f"{x}:N", title=x, axis=lines),
+                        color=alt.Color(f"{group}:N", legend=_legend("series"))).properties(height=HEIGHT)
+
+
+def _short(machine_ids: pd.Series) -> pd.Series:
+    """The hash part of a machine id: enough to tell machines apart in a legend."""
+    return machine_ids.str.rsplit("-", n=1).str[-1]
 
 
 def _side(device: str) -> str:
@@ -48,10 +70,10 @@ def total_time(trained: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
                                lambda k: _reads(AS_WRITTEN, k)))
     columns = ["device", "series", "seconds", "machine"]
     data = pd.concat([ours[columns + ["epochs", "median_s"]], theirs[columns]], ignore_index=True)
-    return grouped_bars(data, "device", "seconds", "series", y_title=f"seconds for {PAPER_EPOCHS:,} epochs",
-                        title=f"Total time for {PAPER_EPOCHS:,} epochs (ours: measured per-epoch cost x "
-                              f"{PAPER_EPOCHS:,} when the run was shorter)",
-                        tooltip=["machine", "epochs", "median_s"])
+    return _bars(data, "device", "seconds", "series", y_title=f"seconds for {PAPER_EPOCHS:,} epochs",
+                 title=f"Total time for {PAPER_EPOCHS:,} epochs (ours: measured per-epoch cost x "
+                       f"{PAPER_EPOCHS:,} when the run was shorter)",
+                 tooltip=["machine", "epochs"])
 
 
 def interval_time(trained: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
@@ -62,13 +84,15 @@ def interval_time(trained: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
     order = interval_order(list(trained["log_every"]) + list(theirs["log_every"].fillna(1)))
     x = alt.X("interval:O", sort=order, title="loss read every k epochs")
     y = alt.Y("seconds_per_20k_epochs:Q", title=f"seconds for {PAPER_EPOCHS:,} epochs", scale=scale(True))
-    ours = trained.assign(series=trained["variant"] + " · " + trained["device"] + " (" + trained["machine_short"] + ")")
+    ours = trained.assign(
+        series=trained["variant"] + " · " + trained["device"] + " (" + trained["machine_short"] + ")")
     lines = alt.Chart(ours).mark_line(point=True).encode(
-        x=x, y=y, color=alt.Color("series:N", title="series"), tooltip=["seconds_per_20k_epochs", *TOOLTIP])
+        x=x, y=y, color=alt.Color("series:N", legend=_legend("series")), detail="run_id:N",
+        tooltip=["seconds_per_20k_epochs", *TOOLTIP])
     diamonds = alt.Chart(theirs).mark_point(shape="diamond", size=140, filled=False, strokeWidth=2).encode(
         x=x, y=y, color="series:N", tooltip=["interval", "value", "records", "device", "hardware", "source", "note"])
-    return (lines + diamonds).properties(title="Time against the logging interval (tuned reads every epoch's "
-                                               "loss once, at the end)")
+    title = "Time against the logging interval (tuned reads every epoch's loss once, at the end)"
+    return (lines + diamonds).properties(height=HEIGHT, title=title)
 
 
 def loss_curves(trained: pd.DataFrame) -> alt.Chart:
@@ -80,14 +104,15 @@ def loss_curves(trained: pd.DataFrame) -> alt.Chart:
     points = points.explode("point").dropna(subset=["point"])
     points = points.assign(epoch=points["point"].str[0], loss=points["point"].str[1],
                            series=points["device"] + " (" + points["machine_short"] + ")")
-    data = points[["epoch", "loss", "series", "variant", "interval", "machine", "device_name", "run_id"]]
-    return alt.Chart(data, title="Training loss (cross-entropy) as the host received it").mark_line().encode(
+    data = points[["epoch", "loss", "series", "variant", "interval", "device_name", "run_id"]]
+    title = "Training loss (cross-entropy) as the host received it"
+    return alt.Chart(data, title=title, height=HEIGHT).mark_line().encode(
         x=alt.X("epoch:Q", title="epoch"),
         y=alt.Y("loss:Q", title="loss", scale=scale(True)),
-        color=alt.Color("series:N", title="device"),
+        color=alt.Color("series:N", legend=_legend("device")),
         strokeDash=alt.StrokeDash("variant:N", title="variant"),
         detail="run_id:N",
-        tooltip=["epoch", "loss", "variant", "interval", "machine", "device_name", "run_id"],
+        tooltip=["epoch", "loss", "variant", "interval", "device_name", "run_id"],
     )
 
 
@@ -97,21 +122,21 @@ def per_epoch_cost(trained: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
     ours = ours.assign(hardware=ours["device_name"] + " · " + ours["machine_short"],
                        how=ours.apply(lambda r: f"{r['variant']}, {_reads(r['variant'], r['log_every'])}", axis=1))
     theirs = published[published["figure"] == "iris-total"]
-    theirs = theirs.assign(hardware=theirs["hardware"].str.split(",").str[0] + " (published)",
+    theirs = theirs.assign(hardware=theirs["hardware"].str.split(" \\(|,").str[0] + " · published",
                            how="as written, read every epoch", us_per_epoch=theirs["value"] / PAPER_EPOCHS * 1e6,
                            machine=theirs["hardware"])
     columns = ["hardware", "how", "us_per_epoch", "machine"]
     data = pd.concat([ours[columns + ["host_syncs", "torch_threads"]], theirs[columns]], ignore_index=True)
-    return grouped_bars(data, "hardware", "us_per_epoch", "how", y_title="microseconds per epoch (median)", log_y=True,
-                        title="Per-epoch cost: the fixed price of one full-batch step",
-                        tooltip=["machine", "host_syncs", "torch_threads"])
+    return _bars(data, "hardware", "us_per_epoch", "how", y_title="microseconds per epoch (median)",
+                 title="Per-epoch cost: the fixed price of one full-batch step",
+                 tooltip=["machine", "host_syncs", "torch_threads"])
 
 
 def call_cost(calls: pd.DataFrame) -> alt.Chart:
     """One forward call through model(x) and model.forward(x), with and without a hook, and how often
     the hook ran."""
     data = calls.assign(setup=calls["hook"].map({True: "hook registered", False: "no hook"}) + " · "
-                        + calls["device"] + " · " + calls["machine"].str[:30])
-    return grouped_bars(data, "call", "us_per_call", "setup", y_title="microseconds per call (median)",
-                        title="model(x) vs model.forward(x): only model(x) runs the hook (hook_calls in the tooltip)",
-                        tooltip=["hook_calls", "check_calls", "machine", "device"])
+                        + calls["device"] + " · " + _short(calls["machine_id"]))
+    return _bars(data, "call", "us_per_call", "setup", y_title="microseconds per call (median)",
+                 title="model(x) vs model.forward(x): only model(x) runs the hook (hook_calls in the tooltip)",
+                 tooltip=["hook_calls", "check_calls", "machine", "device"])

@@ -127,7 +127,9 @@ def measure_call(point: Point, config: dict) -> dict:
     model = initial_model(config["seed"]).to(point.device)
     x = iris_data()[0].to(point.device)
     hook_runs = []
-    handle = model.register_forward_hook(lambda module, args, output: hook_runs.append(1)) if point.params["hook"] else None
+    handle = None
+    if point.params["hook"]:
+        handle = model.register_forward_hook(lambda module, args, output: hook_runs.append(1))
     call = model if point.params["call"] == "model(x)" else model.forward
     try:
         with torch.no_grad():
@@ -222,7 +224,7 @@ def same_model(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def hook_checks(rows: pd.DataFrame) -> pd.DataFrame:
-    columns = ["run_id", "machine", "device", "call", "hook", "hook_calls", "check_calls", "us_per_call"]
+    columns = ["run_id", "machine", "machine_id", "device", "call", "hook", "hook_calls", "check_calls", "us_per_call"]
     part = _ok(rows, HOOK_CHECK)
     if part.empty:
         return pd.DataFrame(columns=columns)
@@ -254,10 +256,10 @@ def cpu_wins_verdict(rows: pd.DataFrame, published: pd.DataFrame) -> Verdict:
             ratios.append(per_kind[True] / per_kind[False])
     if not ratios:
         return Verdict(claim, NO_DATA, f"No machine has both CPU and GPU results yet. {cpu_text}")
-    ratio = pd.Series(ratios).median()
+    ratio, stated_ratio = pd.Series(ratios).median(), stated["GPU"] / stated["CPU"]
     outcome = REPRODUCED if ratio > 1 else NOT_REPRODUCED
     return Verdict(claim, outcome, f"The GPU took {ratio:.2f}x the CPU's time per epoch (median over {len(ratios)} "
-                                   f"machine(s); above 1 means the CPU is faster; published {stated['GPU'] / stated['CPU']:.2f}x). "
+                                   f"machine(s); above 1 means the CPU is faster; published {stated_ratio:.2f}x). "
                                    f"{cpu_text}")
 
 
