@@ -15,8 +15,8 @@ crosses it.
 **Why the 200x depends on the CPU baseline.** A speed-up is a ratio, and this one is only as large as
 the CPU side is slow. The write-up states neither its CPU nor its CPU time, only the ratio; its CPU
 ran Julia Flux, whose timing included garbage collection of the arrays allocated at every step, and
-its GPU time excluded compilation and collection. A CPU that runs the epoch with threaded, allocation-
-free kernels makes the same GPU look far less impressive. The 200x verdict states what one epoch costs
+its GPU time excluded compilation and collection. A CPU that runs the epoch with threaded kernels and
+no allocation per step makes the same GPU look far less impressive. The 200x verdict states what one epoch costs
 on this machine's CPU and how short a GPU step would have to be to be 200x faster: when that is below
 the launch cost of an unfused step (tens of microseconds), only a captured graph (the tuned variant)
 can get there.

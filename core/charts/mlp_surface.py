@@ -1,16 +1,19 @@
 """Charts for the MLP regression-surface experiment: the target and the learned surfaces as heatmaps on
 one colour scale, their differences, the loss curves, time per device and variant, and the sample-size
 crossover."""
+import math
+
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.common import grouped_bars, measured_lines, ok_rows, published_points, series_label
+from core.charts.common import measured_lines, ok_rows, published_points, series_label
 from core.experiments.mlp_surface import has_surface, speedups, target_surface
 from core.models.mlp_surface import HIGH, LOW, SURFACE_GRID, surface_axis
 
 PANEL_SIZE = 170
-COLUMNS = 4
+COLUMNS = 3
+TIME_TOOLTIP = ["epochs", "samples", "iqr_s", "seconds_per_epoch", "machine", "run_id"]
 
 
 def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
@@ -65,7 +68,7 @@ def _panels(cells: list[pd.DataFrame], scale: alt.Scale, legend: str, title: str
 
 
 def _label(row: pd.Series) -> str:
-    return f"{row['variant']} · {row['device']} ({row['device_name']})"
+    return f"{row['variant']} · {row['device']}"
 
 
 def _learned(run: pd.DataFrame) -> pd.DataFrame:
@@ -128,14 +131,23 @@ def loss_curves(run: pd.DataFrame) -> alt.Chart:
 
 
 def time_per_variant(ok: pd.DataFrame) -> alt.Chart:
-    """Seconds for the surface run's epochs, per variant, device and machine."""
+    """Seconds for the surface run's epochs, per variant, device and machine, as bars on a log scale
+    (only the columns drawn, so the learned surfaces stay out of the chart's data)."""
     surface = ok[ok["role"] == "surface"] if len(ok) else ok
-    if len(surface):
-        surface = surface.assign(series=surface["device"] + " (" + surface["machine_id"].str[:18] + ")",
-                                 seconds=surface["median_s"])
-    return grouped_bars(surface, "variant", "seconds", "series", title="Time for the surface run (median of repeats)",
-                        y_title="seconds to train (log scale)", log_y=True,
-                        tooltip=["epochs", "samples", "iqr_s", "seconds_per_epoch", "machine", "run_id"])
+    data = surface.reindex(columns=["variant", "median_s", "device", "machine_id", *TIME_TOOLTIP]).dropna(subset=["median_s"])
+    data = data.assign(seconds=data["median_s"],
+                       series=data["device"].astype(str) + " (" + data["machine_id"].astype(str).str[:18] + ")")
+    return alt.Chart(data, title="Time for the surface run (median of repeats)").mark_bar().encode(
+        x=alt.X("variant:N", title="variant"), xOffset="series:N",
+        y=alt.Y("seconds:Q", title="seconds to train (log scale)", scale=alt.Scale(type="log")),
+        y2=alt.datum(_log_baseline(data["seconds"])),  # a log scale has no zero: the bars need a floor
+        color=alt.Color("series:N", title="device (machine)"),
+        tooltip=["variant", "series", "seconds", *TIME_TOOLTIP],
+    )
+
+
+def _log_baseline(values: pd.Series) -> float:
+    return 10.0 ** math.floor(math.log10(values.min())) if len(values) and values.min() > 0 else 1.0
 
 
 def crossover_lines(ok: pd.DataFrame) -> alt.Chart:
@@ -147,14 +159,18 @@ def crossover_lines(ok: pd.DataFrame) -> alt.Chart:
 
 
 def speedup_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
-    """CPU time / GPU time per epoch against the sample count, with the write-up's 200x beside it."""
+    """CPU time / GPU time per epoch against the sample count: the sweep as lines, the surface runs as
+    squares, the write-up's 200x as a diamond."""
     sp = speedups(rows)
     sp = sp.assign(series="measured · " + sp["variant"] + " · " + sp["device"] + " (" + sp["machine"].str[:30] + ")",
                    value=sp["speedup"])
-    line = alt.Chart(sp, title="GPU speed-up over the CPU (above 1: the GPU is faster)").mark_line(point=True).encode(
+    base = alt.Chart().encode(
         x=alt.X("samples:Q", title="training samples (log scale)", scale=alt.Scale(type="log")),
         y=alt.Y("value:Q", title="CPU time / GPU time per epoch (log scale)", scale=alt.Scale(type="log")),
         color=alt.Color("series:N", title="series"),
         tooltip=["series", "samples", "epochs", "role", "cpu_s_per_epoch", "gpu_s_per_epoch", "speedup", "run_id"],
     )
-    return line + published_points(published, "samples")
+    sweep = base.mark_line(point=True).properties(data=sp[sp["role"] == "sweep"])
+    surface_runs = base.mark_square(size=120).properties(data=sp[sp["role"] == "surface"])
+    return alt.layer(sweep, surface_runs, published_points(published, "samples"),
+                     title="GPU speed-up over the CPU (above 1: the GPU is faster; squares: the surface run)")

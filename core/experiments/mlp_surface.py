@@ -57,8 +57,8 @@ class MlpSurface(Experiment):
     presets = {
         "smoke": {"grid": 20, "epochs": 60, "sweep_grids": (10, 20), "sweep_epochs": 3, "repeats": 1,
                   "batch_size": 128, "max_point_seconds": 30.0},
-        "quick": {"grid": 200, "epochs": 300, "sweep_grids": (10, 14, 22, 32, 100, 200, 500), "sweep_epochs": 10,
-                  "repeats": 3, "max_point_seconds": 10.0},
+        "quick": {"grid": 200, "epochs": 300, "sweep_grids": (10, 14, 22, 32, 100, 200, 500), "sweep_epochs": 3,
+                  "repeats": 3, "max_point_seconds": 40.0},
         "paper": {"grid": 200, "epochs": 2000, "sweep_grids": (10, 14, 22, 32, 100, 200, 500, 1000),
                   "sweep_epochs": 20, "repeats": 3, "max_point_seconds": 600.0},
     }
