@@ -30,12 +30,15 @@ what a GPU gives a large dense model, which is the second.
 
 **As written vs tuned.** The tuned variant follows the library's own advice: its README recommends large
 batches and a virtual batch size that divides the batch size; issue #243 (dreamquark-ai/tabnet) reports
-the ghost batch norm loop growing with `batch_size / virtual_batch_size`; in the GBM-perf benchmark thread
-(szilard/GBM-perf #52) the maintainer suggests `num_workers` and batches of 4096 to 16384; issue #258
-discusses the per-row loader. So tuned uses a virtual batch of up to 1024 rows (one chunk at 1024 and
-below, four at 4096), skips the feature-importance pass (`compute_importance=False`, a full
-`explain` over the training set after the last epoch), and on a GPU loads with worker processes into
-pinned memory. On the CPU it keeps `num_workers=0`: workers would take cores from the training itself.
+the ghost batch norm loop growing with `batch_size / virtual_batch_size`; in the GBM-perf benchmark
+thread (szilard/GBM-perf #52) the maintainer suggests `num_workers` and batches of 4096 to 16384; issue
+#258 discusses the per-row loader (its maintainers saw no speed-up from a batched one). So tuned uses a
+virtual batch of up to 1024 rows (one chunk at 1024 and below, four at 4096), skips the
+feature-importance pass (`compute_importance=False`), and on a GPU loads with worker processes into
+pinned memory; on the CPU it keeps `num_workers=0`, as workers would take cores from the training. The
+importance pass is a full `explain` over the training set after the last epoch, and `explain` stacks
+each batch's masks onto all the previous ones (`np.vstack` inside its loop), so its cost grows faster
+than the number of batches: at small batch sizes it can rival the training.
 A larger virtual batch changes the normalisation statistics slightly, so both variants' training losses
 are shown: they should land close together, and a CPU and a GPU fit of one configuration should agree.
 
@@ -46,28 +49,28 @@ of the epoch (the 2,000-row evaluation set, the early-stopping callback copying 
 loader shutting its workers down) is evaluation. Between `on_train_end` and the return of `fit` is the
 importance pass; before `on_train_begin`, the setup (copying the data, building loaders, network and
 optimiser). An untimed one-epoch fit on a slice first takes the one-time costs. The quick preset trains
-on 32,768 rows, so its seconds for 10 epochs are scaled to 1,000,000 rows by the number of batches (the
-tooltip shows the measured figures); the paper preset measures the write-up's scale directly.
+3 epochs on 12,288 rows, so its seconds for 10 epochs are scaled to 1,000,000 rows by the number of
+batches (the tooltip shows the measured figures); the paper preset measures the write-up's scale.
 """
 
 NOTES = """
-Library notes (pytorch-tabnet 4.1.0 with torch 2.x, numpy 2, scikit-learn and SciPy of this environment),
-handled in our code, never by patching the library:
-importing `pytorch_tabnet.tab_model` raises a SciPy DeprecationWarning (`scipy.sparse.base`), silenced
-for that import only;
-`fit` warns "Best weights from best epoch are automatically used!" whenever an evaluation set is given,
-and its early-stopping callback prints a summary whatever `verbose` says: both are captured, the
-warnings kept in each point's `library_warnings`;
-`verbose=0`, so the per-epoch log line and the "Device used" warning are off (printing costs nothing
-measurable, but it would clutter the run log);
-the first optimiser built in a process imports `torch._dynamo` (seconds), which the warm-up fit absorbs;
-`device_name` gets our explicit `cpu` or `cuda:N`: the library passes those to `torch.device`, while a
-plain `cuda` would silently train on the CPU where CUDA is missing (the README's `gpu` is not a valid
-name at all), and we check the model's device after construction;
-the README says `drop_last` defaults to False but the code defaults to True: both variants pass True;
-`save_model`/`load_model` (not used here) call `torch.load` without `weights_only`, which torch 2.6 and
-later default to True; the library's state dicts hold only tensors, so they still load.
-MPS is not offered: the library documents only the CPU and CUDA.
+Library notes: pytorch-tabnet 4.1.0 predates torch 2.13 and numpy 2; what it does with them is handled in
+our code, never by patching the library.
+
+- Importing `pytorch_tabnet.tab_model` raises a SciPy DeprecationWarning (`scipy.sparse.base`): silenced
+  for that import only.
+- `fit` warns "Best weights from best epoch are automatically used!" whenever an evaluation set is
+  given, and its early-stopping callback prints a summary whatever `verbose` says: both are captured,
+  the warnings kept in each point's `library_warnings`. `verbose=0` turns off the per-epoch log line
+  and the "Device used" warning.
+- The first optimiser built in a process imports `torch._dynamo` (seconds): the warm-up fit absorbs it.
+- `device_name` gets our explicit `cpu` or `cuda:N`, which the library hands to `torch.device`; a plain
+  `cuda` would silently train on the CPU where CUDA is missing, and the README's `gpu` is not a valid
+  name at all. We check the model's device after construction.
+- The README says `drop_last` defaults to False; the code defaults to True. Both variants pass True.
+- `save_model`/`load_model` (not used here) call `torch.load` without `weights_only`, which torch 2.6
+  and later default to True; the library's state dicts hold only tensors, so they still load.
+- MPS is not offered: the library documents only the CPU and CUDA.
 """
 
 
