@@ -119,7 +119,8 @@ def loss_curves(trained: pd.DataFrame) -> alt.Chart:
 def per_epoch_cost(trained: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
     """Microseconds per epoch: the fixed price of one step (never read), reading every epoch, and tuned."""
     ours = trained[trained["log_every"].isin([1, NEVER])]
-    ours = ours.assign(hardware=ours["device_name"] + " · " + ours["machine_short"],
+    ours = ours.assign(hardware=ours["device_name"].str.replace(r"\((R|TM)\)", "", regex=True) + " · "
+                       + ours["machine_short"],
                        how=ours.apply(lambda r: f"{r['variant']}, {_reads(r['variant'], r['log_every'])}", axis=1))
     theirs = published[published["figure"] == "iris-total"]
     theirs = theirs.assign(hardware=theirs["hardware"].str.split(" \\(|,").str[0] + " · published",

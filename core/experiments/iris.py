@@ -17,7 +17,7 @@ CALLS = ("model(x)", "model.forward(x)")
 CHECK_CALLS = 10                # calls made to count how often the hook runs
 BARELY = 1.25                   # reading every epoch costs at most 25% more than never reading
 ACCELERATORS = ("cuda", "mps")
-GUESS_S_PER_EPOCH = {"cpu": 200e-6, "cuda": 300e-6, "mps": 500e-6}
+GUESS_S_PER_EPOCH = {"cpu": 300e-6, "cuda": 300e-6, "mps": 500e-6}
 
 
 class Iris(Experiment):

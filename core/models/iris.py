@@ -97,24 +97,26 @@ class Training:
             self.losses.index_copy_(0, self.cursor, loss.detach().view(1))
             self.cursor.add_(1)
 
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            for _ in range(GRAPH_WARMUP_STEPS):
-                self.cursor.zero_()
+        with torch.cuda.device(self.device):  # capture and replay on this device's streams
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(GRAPH_WARMUP_STEPS):
+                    self.cursor.zero_()
+                    step_and_record()
+            torch.cuda.current_stream().wait_stream(side)
+            self.cursor.zero_()
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
                 step_and_record()
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        self.cursor.zero_()
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            step_and_record()
 
     def graphed(self) -> None:
         """`buffered`, with each epoch one replay of the captured step (call `capture` first)."""
         self.reset()
         self.cursor.zero_()
-        for _ in range(self.epochs):
-            self.graph.replay()
+        with torch.cuda.device(self.device):
+            for _ in range(self.epochs):
+                self.graph.replay()
         self.logged = self._read_buffer()
 
     # -- results -----------------------------------------------------------------------------------
