@@ -6,16 +6,23 @@ import pandas as pd
 from core.charts.common import grouped_bars, measured_lines
 from core.experiments.cnn import largest_rows, latest, per_batch, published_speedups, speedups
 
+LEGEND = alt.Legend(labelLimit=340)  # series names are long (variant, device, batch, machine): show them whole
 MODEL_LABELS = {"cnn1d": "1-D CNN (write-up)", "mnist": "2-D MNIST network", "gru": "GRU"}
+SPEEDUP_TITLE = "CPU time / GPU time (log)"
 
 
-def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
+def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.TopLevelMixin]:
     return [ten_epochs_by_batch(rows, published), speedup_by_batch(rows, published), data_size_sweep(rows),
             step_time_by_batch(rows), model_speedups(rows, published)]
 
 
 def _measured_series(data: pd.DataFrame) -> pd.Series:
-    return "measured · " + data["variant"] + " · " + data["device"] + " (" + data["machine_id"].str[:18] + ")"
+    return data["variant"] + " · " + data["device"] + " (" + data["machine_id"].str[:18] + ")"
+
+
+def _wide_legend(chart: alt.Chart) -> alt.Chart:
+    chart.encoding.color.legend = LEGEND
+    return chart
 
 
 def ten_epochs_by_batch(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
@@ -32,24 +39,22 @@ def ten_epochs_by_batch(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Char
     columns = ["batch_size", "seconds", "series", "measured_rows", "step_ms", "measured_seconds_10_epochs",
                "machine", "hardware"]
     data = pd.concat([ours.reindex(columns=columns), theirs.reindex(columns=columns)], ignore_index=True)
-    return grouped_bars(data, "batch_size", "seconds", "series", log_y=True,
-                        title="1-D CNN: seconds for 10 epochs of 1,000,000 rows (ours: time per step x steps)",
-                        y_title="seconds for 10 epochs (log)",
-                        tooltip=["measured_rows", "step_ms", "measured_seconds_10_epochs", "machine", "hardware"])
+    chart = grouped_bars(data, "batch_size", "seconds", "series", log_y=True,
+                         title="1-D CNN: seconds for 10 epochs of 1,000,000 rows (ours: time per step x steps)",
+                         y_title="seconds for 10 epochs (log)",
+                         tooltip=["measured_rows", "step_ms", "measured_seconds_10_epochs", "machine", "hardware"])
+    chart.encoding.y.stack = None  # Vega-Lite stacks bars by default, and draws no stacked bar on a log scale
+    return _wide_legend(chart)
 
 
-def speedup_by_batch(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
+def speedup_by_batch(rows: pd.DataFrame, published: pd.DataFrame) -> alt.LayerChart:
     """GPU/CPU speedup of the 1-D CNN per batch size and variant (the most rows measured per batch)."""
     ours = largest_rows(speedups(rows))
     ours = ours[ours["model"] == "cnn1d"]
-    ours = ours.assign(series=_measured_series(ours))
     theirs = published_speedups(published)
-    theirs = theirs[theirs["model"] == "cnn1d"].assign(series="published · GPU/CPU")
-    columns = ["batch_size", "speedup", "series", "rows", "machine", "hardware"]
-    data = pd.concat([ours.reindex(columns=columns), theirs.reindex(columns=columns)], ignore_index=True)
-    return grouped_bars(data, "batch_size", "speedup", "series", log_y=True,
-                        title="1-D CNN: GPU speedup over the CPU per batch size (above 1: the GPU is faster)",
-                        y_title="CPU time / GPU time (log)", tooltip=["rows", "machine", "hardware"])
+    theirs = theirs[theirs["model"] == "cnn1d"]
+    return _speedup_dots(_with_published(ours, theirs), "batch_size", x_title="batch size",
+                         title="1-D CNN: GPU speedup over the CPU per batch size (dashed: equal speed)")
 
 
 def data_size_sweep(rows: pd.DataFrame) -> alt.Chart:
@@ -59,9 +64,9 @@ def data_size_sweep(rows: pd.DataFrame) -> alt.Chart:
     data = data[data["model"] == "cnn1d"]
     data = data[data.groupby(["machine_id", "batch_size"])["rows"].transform("nunique") > 1]
     data = data.assign(variant=data["variant"] + " · batch " + data["batch_size"].astype(str))
-    return measured_lines(data, "rows", "median_s", title="1-D CNN: seconds per epoch against the data size",
-                          x_title="training rows", y_title="seconds per epoch (median)",
-                          tooltip=["batch_size", "steps_per_epoch", "step_s"])
+    return _wide_legend(measured_lines(data, "rows", "median_s", title="1-D CNN: seconds per epoch against the data size",
+                                       x_title="training rows", y_title="seconds per epoch (median)",
+                                       tooltip=["batch_size", "steps_per_epoch", "step_s"]))
 
 
 def step_time_by_batch(rows: pd.DataFrame) -> alt.Chart:
@@ -69,22 +74,34 @@ def step_time_by_batch(rows: pd.DataFrame) -> alt.Chart:
     cost dominates, rising where the work does."""
     data = per_batch(rows)
     data = data.assign(variant=data["model"].map(MODEL_LABELS) + " · " + data["variant"], step_ms=data["step_s"] * 1e3)
-    return measured_lines(data, "batch_size", "step_ms", title="Milliseconds per training step against the batch size",
-                          x_title="batch size", y_title="milliseconds per step (median epoch / steps)",
-                          tooltip=["model", "rows", "steps_per_epoch"])
+    return _wide_legend(measured_lines(data, "batch_size", "step_ms",
+                                       title="Milliseconds per training step against the batch size",
+                                       x_title="batch size", y_title="milliseconds per step (median epoch / steps)",
+                                       tooltip=["model", "rows", "steps_per_epoch"]))
 
 
-def model_speedups(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
-    """GPU/CPU speedup of each network per batch size: ours beside the write-ups' figures."""
-    ours = largest_rows(speedups(rows))
-    ours = ours.assign(series=_measured_series(ours) + " · batch " + ours["batch_size"].astype(str))
-    theirs = published_speedups(published)
-    batch = theirs["batch_size"].map(lambda b: f" · batch {b:g}" if pd.notna(b) else "")
-    theirs = theirs.assign(series="published" + batch)
-    columns = ["model", "speedup", "series", "batch_size", "rows", "machine", "hardware"]
-    data = pd.concat([ours.reindex(columns=columns), theirs.reindex(columns=columns)], ignore_index=True)
-    data = data.assign(model=data["model"].map(MODEL_LABELS))
-    return grouped_bars(data, "model", "speedup", "series", log_y=True,
-                        title="GPU speedup over the CPU: 1-D CNN vs 2-D MNIST network vs GRU",
-                        y_title="CPU time / GPU time (log)", tooltip=["batch_size", "rows", "machine", "hardware"])
+def model_speedups(rows: pd.DataFrame, published: pd.DataFrame) -> alt.LayerChart:
+    """GPU/CPU speedup of each network (one dot per batch size): ours beside the write-ups' figures."""
+    data = _with_published(largest_rows(speedups(rows)), published_speedups(published))
+    return _speedup_dots(data.assign(model=data["model"].map(MODEL_LABELS)), "model", x_title="network",
+                         title="GPU speedup over the CPU: 1-D CNN vs 2-D MNIST network vs GRU (dashed: equal speed)")
 
+
+def _with_published(ours: pd.DataFrame, theirs: pd.DataFrame) -> pd.DataFrame:
+    columns = ["model", "batch_size", "speedup", "series", "rows", "machine", "hardware"]
+    ours = ours.assign(series=_measured_series(ours))
+    theirs = theirs.assign(series="published")
+    return pd.concat([ours.reindex(columns=columns), theirs.reindex(columns=columns)], ignore_index=True)
+
+
+def _speedup_dots(data: pd.DataFrame, x: str, *, x_title: str, title: str) -> alt.LayerChart:
+    """Speedups as dots on a log scale, one column per series, with a dashed line at equal speed."""
+    dots = alt.Chart(data).mark_point(filled=True, size=90).encode(
+        x=alt.X(f"{x}:N", title=x_title),
+        xOffset="series:N",
+        y=alt.Y("speedup:Q", title=SPEEDUP_TITLE, scale=alt.Scale(type="log")),
+        color=alt.Color("series:N", title="series", legend=LEGEND),
+        tooltip=[x, "speedup", "series", "batch_size", "rows", "machine", "hardware"],
+    )
+    even = alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="speedup:Q")
+    return alt.layer(dots, even, title=title)

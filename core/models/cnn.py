@@ -13,6 +13,7 @@ from core.datasets import random_regression
 
 IMAGE_SIDE = 28
 CLASSES = 10
+TEMPLATE_SCALE = 0.1
 SEQUENCE_STEPS = 32
 SEQUENCE_FEATURES = 16
 GRU_HIDDEN = 64
@@ -78,10 +79,10 @@ Data = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]  # train x,
 
 @lru_cache(maxsize=2)
 def synthetic_images(rows: int, seed: int = 0) -> Data:
-    """MNIST-shaped images: each class has a fixed random 28x28 template, an image is its class's
-    template plus as much noise, so the network has something to learn."""
+    """MNIST-shaped images: each class has a fixed random 28x28 template, an image is a faint copy of
+    its class's template under unit noise, so the network has something (not too easy) to learn."""
     g = torch.Generator().manual_seed(seed)
-    templates = torch.randn(CLASSES, 1, IMAGE_SIDE, IMAGE_SIDE, generator=g)
+    templates = TEMPLATE_SCALE * torch.randn(CLASSES, 1, IMAGE_SIDE, IMAGE_SIDE, generator=g)
 
     def draw(n: int) -> tuple[torch.Tensor, torch.Tensor]:
         labels = torch.randint(CLASSES, (n,), generator=g)

@@ -226,4 +226,4 @@ def test_charts_show_gpu_and_published_series():
     first = built[0].to_dict()
     values = next(iter(first["datasets"].values()))
     assert {"published · GPU", "published · CPU"} <= {v["series"] for v in values}
-    assert any(v["series"].startswith("measured · tuned · cuda:0") for v in values)
+    assert any(v["series"].startswith("tuned · cuda:0") for v in values)
