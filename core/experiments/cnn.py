@@ -265,21 +265,25 @@ def verdicts(rows: pd.DataFrame, published: pd.DataFrame) -> list[Verdict]:
             _gru_verdict(data, written, theirs), _two_d_verdict(data, written)]
 
 
-def _missing(data: pd.DataFrame, compared: pd.DataFrame, claim: str, *models: str) -> Verdict | None:
-    """NO_DATA without results for every model the claim needs, NEEDS_GPU without GPU/CPU pairs."""
+def _missing(data: pd.DataFrame, written: pd.DataFrame, compared: pd.DataFrame, claim: str,
+             *models: str) -> Verdict | None:
+    """NO_DATA without results for every model the claim needs, NEEDS_GPU without GPU/CPU pairs
+    (`written`: every pair, as written), NO_DATA when no pair fits the claim (`compared`)."""
     if not set(models) <= set(data["model"]):
         return Verdict(claim, NO_DATA, f"No results for {' and '.join(models)} yet: run this experiment with "
                                        f"models={','.join(models)}.")
+    if not set(models) <= set(written["model"]):
+        return Verdict(claim, NEEDS_GPU, "No machine has timed this on both a GPU and its CPU yet: run the "
+                                         "experiment on a GPU machine (it times the CPU as well).")
     if not set(models) <= set(compared["model"]):
-        return Verdict(claim, NEEDS_GPU, "Only CPU results so far: a GPU run on the same machine as a CPU run is "
-                                         "needed to compare them.")
+        return Verdict(claim, NO_DATA, "No point measured on both devices fits this claim yet.")
     return None
 
 
 def _small_data_verdict(data: pd.DataFrame, written: pd.DataFrame) -> Verdict:
     claim = "With small data sets (1e3 to 1e5 rows) the CPU trains the 1-D model faster than the GPU"
     small = written[(written["model"] == "cnn1d") & (written["rows"] <= SMALL_DATA_ROWS)]
-    missing = _missing(data, small, claim, "cnn1d")
+    missing = _missing(data, written, small, claim, "cnn1d")
     if missing:
         return missing
     cpu_wins = int((small["speedup"] < 1).sum())
@@ -287,13 +291,14 @@ def _small_data_verdict(data: pd.DataFrame, written: pd.DataFrame) -> Verdict:
     outcome = REPRODUCED if median < 1 else NOT_REPRODUCED
     return Verdict(claim, outcome, f"As written, at {len(small)} point(s) with at most {SMALL_DATA_ROWS:,} rows the "
                                    f"CPU was faster at {cpu_wins}; median GPU/CPU speedup {median:.2f}x. Reproduced "
-                                   f"means the median speedup there is below 1.")
+                                   f"means the median speedup there is below 1. Epoch times exclude the warm-up "
+                                   f"epoch, which carries the start-up costs (first_epoch_s in the table).")
 
 
 def _modest_gain_verdict(data: pd.DataFrame, written: pd.DataFrame, theirs: pd.DataFrame) -> Verdict:
     claim = "On the 1-D model the GPU is only about 30% faster than the CPU (10 epochs, 1,000,000 rows)"
     best = largest_rows(written[written["model"] == "cnn1d"])
-    missing = _missing(data, best, claim, "cnn1d")
+    missing = _missing(data, written, best, claim, "cnn1d")
     if missing:
         return missing
     median = best["speedup"].median()
@@ -309,7 +314,7 @@ def _modest_gain_verdict(data: pd.DataFrame, written: pd.DataFrame, theirs: pd.D
 def _gru_verdict(data: pd.DataFrame, written: pd.DataFrame, theirs: pd.DataFrame) -> Verdict:
     claim = "A multi-feature GRU model trains about 100x faster on the GPU"
     gru = largest_rows(written[written["model"] == "gru"])
-    missing = _missing(data, gru, claim, "gru")
+    missing = _missing(data, written, gru, claim, "gru")
     if missing:
         return missing
     stated = float(theirs.loc[theirs["model"] == "gru", "speedup"].iloc[0])
@@ -323,7 +328,7 @@ def _gru_verdict(data: pd.DataFrame, written: pd.DataFrame, theirs: pd.DataFrame
 def _two_d_verdict(data: pd.DataFrame, written: pd.DataFrame) -> Verdict:
     claim = "2-D models gain far more from a GPU than the 1-D model"
     both = largest_rows(written[written["model"].isin(["cnn1d", "mnist"])])
-    missing = _missing(data, both, claim, "cnn1d", "mnist")
+    missing = _missing(data, written, both, claim, "cnn1d", "mnist")
     if missing:
         return missing
     by_model = both.groupby("model")["speedup"].median()

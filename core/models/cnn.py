@@ -109,20 +109,13 @@ class ModelSpec:
     build: Callable[[], nn.Module]
     data: Callable[[int, int], Data]
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-    shape: str
     published_rows: int | None
 
 
 MODELS = {
-    "cnn1d": ModelSpec(BaseModel, random_regression, F.mse_loss,
-                       "the write-up's BaseModel: Linear(84,16), Conv1d(1,8,3), MaxPool1d(3), Conv1d(8,16,3), "
-                       "max over length, Linear(16,1); mish; MSE on randn(rows, 84) with random labels", 1_000_000),
-    "mnist": ModelSpec(MnistNet, synthetic_images, F.nll_loss,
-                       "the PyTorch MNIST example: Conv2d(1,32,3), Conv2d(32,64,3), max-pool, dropout, "
-                       "Linear(9216,128), Linear(128,10); NLL on synthetic 28x28 images of 10 classes", 60_000),
-    "gru": ModelSpec(GruRegressor, sequences, F.mse_loss,
-                     f"GRU({SEQUENCE_FEATURES} features -> {GRU_HIDDEN} hidden, 1 layer) over {SEQUENCE_STEPS} "
-                     "steps, Linear(64,1) on the last state; MSE on random sequences", None),
+    "cnn1d": ModelSpec(BaseModel, random_regression, F.mse_loss, 1_000_000),
+    "mnist": ModelSpec(MnistNet, synthetic_images, F.nll_loss, 60_000),
+    "gru": ModelSpec(GruRegressor, sequences, F.mse_loss, None),
 }
 
 

@@ -215,6 +215,12 @@ def test_verdicts_fail_when_the_gpu_wins_everywhere_by_little():
                                                                            NOT_REPRODUCED, NOT_REPRODUCED)
 
 
+def test_small_data_verdict_needs_small_points_measured_on_both_devices():
+    big_only = {key: seconds for key, seconds in CPU_TIMES.items() if key[2] > 100_000 or key[0] != "cnn1d"}
+    rows = results.rows_frame([fake_record(big_only, big_only)], "cnn")
+    assert verdicts(rows, results.load_published("cnn"))[0].outcome == NO_DATA
+
+
 def test_verdicts_without_records_say_no_data():
     empty = results.rows_frame([], "cnn")
     assert {v.outcome for v in verdicts(empty, results.load_published("cnn"))} == {NO_DATA}
