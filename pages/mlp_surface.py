@@ -49,8 +49,10 @@ NOTES = ("Surfaces, loss curves and final MSEs come from the last timed training
 def tables(rows):
     return {
         "Final MSE of the surface runs per device and variant": final_losses(rows),
-        "Largest difference between the surfaces learned on the CPU and on each GPU (same run)": surface_differences(rows),
-        "Crossover: the smallest swept sample count from which the GPU beats the CPU at every larger size": crossovers(rows),
+        "Largest difference between the surfaces learned on the CPU and on each GPU (same run)":
+            surface_differences(rows),
+        "Crossover: the smallest swept sample count from which the GPU beats the CPU at every larger size":
+            crossovers(rows),
     }
 
 

@@ -134,7 +134,8 @@ def time_per_variant(ok: pd.DataFrame) -> alt.Chart:
     """Seconds for the surface run's epochs, per variant, device and machine, as bars on a log scale
     (only the columns drawn, so the learned surfaces stay out of the chart's data)."""
     surface = ok[ok["role"] == "surface"] if len(ok) else ok
-    data = surface.reindex(columns=["variant", "median_s", "device", "machine_id", *TIME_TOOLTIP]).dropna(subset=["median_s"])
+    data = surface.reindex(columns=["variant", "median_s", "device", "machine_id", *TIME_TOOLTIP])
+    data = data.dropna(subset=["median_s"])
     data = data.assign(seconds=data["median_s"],
                        series=data["device"].astype(str) + " (" + data["machine_id"].astype(str).str[:18] + ")")
     return alt.Chart(data, title="Time for the surface run (median of repeats)").mark_bar().encode(
