@@ -58,6 +58,10 @@ def _verdicts(found: list[Verdict]) -> None:
 
 
 def _table(name: str, rows: pd.DataFrame) -> None:
+    """Every point, one line each; list-valued metrics (curves, surfaces) stay in the records, the raw
+    samples stay in the CSV."""
+    listy = [c for c in rows.columns if c != "samples_s" and rows[c].map(lambda v: isinstance(v, list)).any()]
+    rows = rows.drop(columns=listy)
     table = rows.drop(columns=[c for c in TABLE_DROP if c in rows.columns])
     with st.expander("All measured points"):
         st.dataframe(table, hide_index=True)

@@ -1,4 +1,6 @@
 """Shared chart pieces: measured series against a swept size, with the published figures beside them."""
+import math
+
 import altair as alt
 import pandas as pd
 
@@ -49,10 +51,14 @@ def grouped_bars(data: pd.DataFrame, x: str, y: str, group: str, *, title: str, 
         data = data.groupby([x, group], as_index=False, dropna=False).agg(
             **{y: (y, "median"), "runs": (y, "size")}, **{t: (t, "first") for t in tooltip if t != "runs"})
         tooltip = ["runs", *[t for t in tooltip if t != "runs"]]
-    return alt.Chart(data, title=title).mark_bar().encode(
+    chart = alt.Chart(data, title=title).mark_bar().encode(
         x=alt.X(f"{x}:N", title=x),
         xOffset=f"{group}:N",
         y=alt.Y(f"{y}:Q", title=y_title, scale=scale(log_y), stack=None),
         color=alt.Color(f"{group}:N", title="series", legend=LEGEND),
         tooltip=[x, y, group, *tooltip],
     )
+    positive = data[y][data[y] > 0]
+    if log_y and len(positive):  # a log axis has no zero: start the bars a decade below the smallest
+        chart = chart.encode(y2=alt.datum(10 ** math.floor(math.log10(positive.min()))))
+    return chart
