@@ -32,12 +32,16 @@ the written call's time extrapolated from its fitted model where it was not meas
 0.8 x (400 val)² x 4 bytes during the call (5.4 GB at val=100 measured here): the heap keeps roughly one
 output-sized block per backward pass. The estimator counts it, so on such machines the written call is
 skipped well below val=1000 and its time there is extrapolated; the CUDA caching allocator reuses
-those blocks.
+those blocks. Starting a run with `MALLOC_MMAP_THRESHOLD_=65536` in the environment makes glibc map such
+blocks and give them back when freed (the estimator then leaves the term out); it also made the call
+faster here, since growing the heap costs page faults.
 
 **How points are skipped.** Before each point the estimator computes its memory from the method's
-complexity (formulas checked against peak resident memory) and its time from a model whose
-coefficients are fitted, without negative values, to timings of that method on that device taken in
-the same run: first at two small calibration vals, then at every point measured. A point over
+complexity (formulas checked against peak resident memory) and its time from the method's time model
+(`a·400val + b·400val²` for the written call, `a + b·val²` for the vectorized one, `a + b·val` per
+sample) with non-negative coefficients fitted to the two largest vals of that method timed on that
+device in the same run: first two small calibration vals, then the points as they are measured in
+rising val. The time model is never a hard-coded constant of this machine. A point over
 `memory_fraction` of the device's free memory or over `budget_s` is recorded as skipped with both
 estimates, never attempted.
 """

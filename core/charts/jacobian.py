@@ -57,7 +57,7 @@ def memory_estimates(rows: pd.DataFrame) -> alt.Chart:
     if "estimated_bytes" in rows.columns:
         planned = rows.dropna(subset=["estimated_bytes"])
         planned = planned.assign(gb=planned["estimated_bytes"] / 1e9, free_gb=planned["free_bytes"] / 1e9,
-                                 run=planned["device"] + " " + planned["machine_id"])
+                                 run=planned["device"] + " " + planned["run_id"])
     else:
         planned = pd.DataFrame(columns=["val", "variant", "device", "point_status", "machine", "gb", "free_gb", "run"])
     base = alt.Chart(planned, title="Estimated memory of one call (log-log); dashed: free memory at planning")

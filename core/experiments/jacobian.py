@@ -3,6 +3,7 @@ scalar inputs. The write-up's torch.autograd.functional.jacobian builds the full
 Jacobian with one backward pass per output element (quadratic in val, all but 1/val of it zeros); the
 per-sample methods compute only its diagonal blocks. Every point's memory and time are estimated first
 and a point that would not fit the device's free memory or the time budget is skipped with its estimates."""
+import os
 import platform
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,16 +32,17 @@ FLOAT = 4                  # bytes per float32
 MICRO_BELOW_S = 0.01       # calls estimated shorter than this are timed in blocks (timing.micro)
 WRITE_UP_MAX_VAL = 1000    # speedups over the written call are reported up to the write-up's largest val
 # glibc's heap keeps about one output-sized block per backward pass of the written call (measured with
-# peak RSS here: 0.76-0.84 x (400 val)^2 floats for val 30-100); the CUDA caching allocator reuses them.
-GLIBC = platform.libc_ver()[0] == "glibc"
+# peak RSS here: 0.76-0.84 x (400 val)^2 floats for val 30-100), unless MALLOC_MMAP_THRESHOLD_ makes it
+# map such blocks and unmap them when freed; the CUDA caching allocator reuses them.
+HEAP_KEEPS_BLOCKS = platform.libc_ver()[0] == "glibc" and "MALLOC_MMAP_THRESHOLD_" not in os.environ
 
 
 @dataclass(frozen=True)
 class Complexity:
     """How a method's memory and time grow with val. `bytes` comes from its largest live tensors (checked
-    against peak RSS on a CPU); `terms` are the time model's terms, whose coefficients are fitted to
-    timings taken on the device in the same run, first at `calibration_vals`; `prior` holds rough
-    coefficients for the guess shown before a run only."""
+    against peak RSS on a CPU); `terms` are the time model's terms, whose coefficients are fitted to the
+    two largest vals timed on the device in the same run, `calibration_vals` before any point is
+    measured; `prior` holds rough coefficients for the guess shown before a run only."""
     formula: str
     bytes: Callable[[int, str], float]
     terms: Callable[[int], tuple[float, ...]]
@@ -50,7 +52,7 @@ class Complexity:
 
 def _naive_bytes(val: int, kind: str) -> float:
     rows = 2 * FLOAT * net.OUTPUTS * val ** 2 + 300 * net.OUTPUTS * val  # the rows, their stack, a tensor object each
-    heap = 0.9 * FLOAT * (net.OUTPUTS * val) ** 2 if kind == "cpu" and GLIBC else 0.0
+    heap = 0.9 * FLOAT * (net.OUTPUTS * val) ** 2 if kind == "cpu" and HEAP_KEEPS_BLOCKS else 0.0
     return rows + heap
 
 
@@ -68,9 +70,10 @@ COMPLEXITY = {
                            lambda v: (1.0, float(v * v)), (1, 4), (0.01, 8e-4)),
     # jacrev's 400 x 400 basis is materialised per sample under vmap
     JACREV: Complexity("a + b·val", lambda v, k: 1.25 * FLOAT * net.OUTPUTS ** 2 * v, _linear, (10, 100), (5e-3, 1e-3)),
+    # forward mode: primal and tangent of every layer (peak RSS 4.3 and 5.3 x 400 floats per sample)
     JACFWD: Complexity("a + b·val", lambda v, k: 5 * FLOAT * net.OUTPUTS * v, _linear, (10, 100), (2e-3, 5e-5)),
     TUNED: Complexity("a + b·val", lambda v, k: 6 * FLOAT * net.OUTPUTS * v, _linear, (10, 100), (1e-3, 2e-5)),
-    MOVE: Complexity("a + b·val", lambda v, k: FLOAT * (v + 9000), _linear, (10, 100), (1e-4, 1e-9)),
+    MOVE: Complexity("a + b·val", lambda v, k: FLOAT * (v + net.PARAMETERS), _linear, (10, 100), (1e-4, 1e-9)),
 }
 
 
@@ -98,7 +101,7 @@ class Jacobian(Experiment):
               many=True),
         Param("per_sample_vals", int, (1000, 100_000), "further batch sizes for the per-sample methods only",
               low=1, high=100_000_000, many=True),
-        Param("budget_s", float, 20.0, "time budget of one point: a point whose one call is estimated longer is "
+        Param("budget_s", float, 15.0, "time budget of one point: a point whose one call is estimated longer is "
               "skipped; otherwise as many timed calls (up to repeats) as fit are made", low=0.1, high=36_000.0),
         Param("memory_fraction", float, 0.5, "share of the device's free memory a point may use", low=0.05, high=1.0),
         Param("repeats", int, 3, "timed calls per point (fewer when the budget allows fewer)", low=1, high=50),
@@ -108,7 +111,7 @@ class Jacobian(Experiment):
     )
     presets = {
         "smoke": {"vals": (2, 6), "per_sample_vals": (200,), "budget_s": 5.0, "repeats": 2, "block_seconds": 0.005},
-        "quick": {"vals": (10, 30, 100), "per_sample_vals": (1000, 100_000), "budget_s": 20.0,
+        "quick": {"vals": (10, 30, 100), "per_sample_vals": (1000, 100_000), "budget_s": 15.0,
                   "repeats": 3, "block_seconds": 0.05},
         "paper": {"vals": (10, 20, 50, 100, 200, 500, 1000),
                   "per_sample_vals": (10_000, 100_000, 1_000_000, 10_000_000), "budget_s": 1800.0,
@@ -144,11 +147,11 @@ class Jacobian(Experiment):
         complexity, val, device = COMPLEXITY[point.variant], point.params["val"], point.device
         needed, free = complexity.bytes(val, devices.kind(device)), free_bytes(device)
         with _cpu_threads(device, config["cpu_threads"]):
-            coefficients, seen = self._fit(point.variant, device, config["seed"])
+            coefficients, fitted_on = self._fit(point.variant, device, config["seed"])
         estimate = {"estimated_bytes": needed, "free_bytes": free,
                     "estimated_seconds": float(np.dot(coefficients, complexity.terms(val))),
                     "time_model": complexity.formula, "time_coefficients": [float(c) for c in coefficients],
-                    "time_fitted_on_vals": sorted({v for v, _ in seen})}
+                    "time_fitted_on_vals": fitted_on}
         if needed > config["memory_fraction"] * free:
             raise SkipPoint(f"needs about {needed / 1e9:.3g} GB; {device} has {free / 1e9:.3g} GB free and a "
                             f"point may use {config['memory_fraction']:.0%} of it (memory_fraction)", **estimate)
@@ -157,13 +160,14 @@ class Jacobian(Experiment):
                             f"{_duration(config['budget_s'])} budget (budget_s)", **estimate)
         return estimate
 
-    def _fit(self, variant: str, device: str, seed: int) -> tuple[np.ndarray, list]:
-        """The time model's coefficients from this run's timings on the device, calibrating first."""
+    def _fit(self, variant: str, device: str, seed: int) -> tuple[np.ndarray, list[int]]:
+        """The time model's coefficients from this run's timings on the device (calibrating first), and
+        the vals they were fitted to."""
         seen = self.timings.setdefault((device, variant, torch.get_num_threads()), [])
-        complexity = COMPLEXITY[variant]
         if len({v for v, _ in seen}) < 2:
-            seen += [(v, self._time_once(variant, device, v, seed)) for v in complexity.calibration_vals]
-        return fit_time_model([complexity.terms(v) for v, _ in seen], [s for _, s in seen]), seen
+            seen += [(v, self._time_once(variant, device, v, seed)) for v in COMPLEXITY[variant].calibration_vals]
+        per_val = pd.DataFrame(seen, columns=["val", "seconds"]).groupby("val")["seconds"].median()
+        return extrapolation_fit(variant, per_val)
 
     def _time_once(self, variant: str, device: str, val: int, seed: int) -> float:
         """The fastest of a few calls: calibrations are short, and a busy machine only ever slows them."""
@@ -291,6 +295,15 @@ def fit_time_model(terms: list[tuple[float, ...]], seconds: list[float]) -> np.n
     return coefficients / scale
 
 
+def extrapolation_fit(variant: str, seconds_per_val: pd.Series) -> tuple[np.ndarray, list[int]]:
+    """The time model fitted to the two largest vals timed (seconds indexed by val): the points are
+    measured in rising val, so these are the nearest to the next one, and a cost that changes regime
+    between small and large val (a thread pool kicking in, say) is followed instead of averaged away."""
+    largest = seconds_per_val.sort_index().iloc[-2:]
+    terms = COMPLEXITY[variant].terms
+    return fit_time_model([terms(int(v)) for v in largest.index], list(largest)), [int(v) for v in largest.index]
+
+
 def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.3g} s"
@@ -309,18 +322,16 @@ def _ok(rows: pd.DataFrame, variants) -> pd.DataFrame:
 
 def naive_times(rows: pd.DataFrame, val: int) -> pd.DataFrame:
     """Per machine and device: the written call's time at `val`, measured (median over runs) or, when not
-    measured there, extrapolated from the fit of its time model to the vals measured there."""
+    measured there, extrapolated from its time model fitted to the two largest vals measured there."""
     out = []
     for (machine_id, machine, device), part in _ok(rows, [AS_WRITTEN]).groupby(MACHINE_KEYS):
         at_val = part[part["val"] == val]["median_s"]
         if len(at_val):
             seconds, basis = float(at_val.median()), "measured"
         elif part["val"].nunique() >= 2:
-            per_val = part.groupby("val")["median_s"].median()
-            terms = COMPLEXITY[AS_WRITTEN].terms
-            coefficients = fit_time_model([terms(int(v)) for v in per_val.index], list(per_val))
-            seconds = float(np.dot(coefficients, terms(val)))
-            basis = f"extrapolated ({COMPLEXITY[AS_WRITTEN].formula} fitted to val {', '.join(map(str, per_val.index))})"
+            coefficients, fitted_on = extrapolation_fit(AS_WRITTEN, part.groupby("val")["median_s"].median())
+            seconds = float(np.dot(coefficients, COMPLEXITY[AS_WRITTEN].terms(val)))
+            basis = f"extrapolated ({COMPLEXITY[AS_WRITTEN].formula} fitted to val {' and '.join(map(str, fitted_on))})"
         else:
             continue
         out.append({"machine_id": machine_id, "machine": machine, "device": device, "val": val,

@@ -8,6 +8,7 @@ from torch import nn
 from torch.func import jacfwd, jacrev, jvp, vmap
 
 HIDDEN, OUTPUTS = 20, 400
+PARAMETERS = (1 + 1) * HIDDEN + (HIDDEN + 1) * HIDDEN + (HIDDEN + 1) * OUTPUTS
 
 
 def build_model(seed: int) -> nn.Module:
