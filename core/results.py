@@ -35,6 +35,7 @@ def write_atomic(path: Path, data: dict) -> None:
             json.dump(data, f, indent=1, default=_jsonable)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a hosted, read-only view may run as another user
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
