@@ -13,7 +13,7 @@ from core.datasets import random_regression
 
 IMAGE_SIDE = 28
 CLASSES = 10
-TEMPLATE_SCALE = 0.1
+TEMPLATE_SCALE = 0.3
 SEQUENCE_STEPS = 32
 SEQUENCE_FEATURES = 16
 GRU_HIDDEN = 64
