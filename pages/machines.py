@@ -3,6 +3,9 @@ import streamlit as st
 
 from core import devices, results
 from ui import data
+from ui.router import require_router
+
+require_router()
 
 st.title("Machines")
 st.markdown("Every machine with results in the results folder, as its fingerprint describes it, "

@@ -3,6 +3,9 @@ import streamlit as st
 
 from core import experiments, results
 from ui import data
+from ui.router import require_router
+
+require_router()
 
 st.title("Crossover")
 st.markdown("""

@@ -9,6 +9,7 @@ import streamlit as st
 from core import devices, experiments
 from core.verdicts import NEEDS_GPU, NOT_REPRODUCED, REPRODUCED, Verdict
 from ui import data
+from ui.router import require_router
 from ui.rerun_panel import rerun_panel
 
 ChartBuilder = Callable[[pd.DataFrame, pd.DataFrame], list[alt.Chart]]
@@ -21,6 +22,7 @@ TABLE_DROP = ["samples_s", "machine_id", "planned_points", "ended"]
 
 def experiment_page(name: str, charts: ChartBuilder, explanation: str, verdicts: VerdictBuilder = None,
                     tables: TableBuilder = None, notes: str = "") -> None:
+    require_router()
     exp = experiments.get(name)
     st.title(exp.title)
     st.markdown(f"> **The write-up's claim.** {exp.claim}")
