@@ -1,4 +1,5 @@
 import pytest
+import torch
 
 from core import settings
 
@@ -17,3 +18,12 @@ def shipped_results(monkeypatch):
     """Point the app at the results shipped in the repository (read them, never run into them)."""
     monkeypatch.setenv(settings.RESULTS_ENV, str(settings.APP_ROOT / "results"))
     return settings.APP_ROOT / "results"
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models on a busy 2-core machine: two OpenMP threads can stall each other badly."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -9,13 +9,7 @@ from core.results import RecordWriter
 EXP = tabnet.EXPERIMENT
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """The fits here are tiny; on a busy 2-core machine two OpenMP threads can stall each other badly."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def page() -> AppTest:

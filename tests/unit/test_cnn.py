@@ -15,13 +15,7 @@ from core.verdicts import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a CUDA GPU")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The models here are tiny; on a busy 2-core machine two OpenMP threads can stall each other badly."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # -- models and data ------------------------------------------------------------------------------
