@@ -5,13 +5,14 @@ from streamlit.testing.v1 import AppTest
 
 from core import experiments, jobs, results, runner, settings
 from core.results import RecordWriter
+from tests.helpers import render
 from tests.unit.test_jobs import wait_for
 
 PAGES = sorted((settings.APP_ROOT / "pages").glob("*.py"))
 
 
 def app(path="pages/matmul.py") -> AppTest:
-    return AppTest.from_file(str(settings.APP_ROOT / path), default_timeout=60).run()
+    return render(path)
 
 
 def smoke_matmul_record():

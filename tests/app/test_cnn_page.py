@@ -2,28 +2,26 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core import results, runner, settings
+from core import results, runner
 from core.experiments.cnn import EXPERIMENT
 from core.results import RecordWriter, write_atomic
 from tests.unit.test_cnn import CPU_TIMES, GPU_TIMES, fake_record
+from tests.helpers import page_text, render
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def page() -> AppTest:
-    return AppTest.from_file(str(settings.APP_ROOT / "pages" / "cnn.py"), default_timeout=60).run()
+    return render("pages/cnn.py")
 
-
-def markdown(at: AppTest) -> str:
-    return " ".join(m.value for m in at.markdown)
 
 
 def test_page_without_results_explains_and_offers_a_run():
     at = page()
     assert not at.exception
     assert not at.get("vega_lite_chart")
-    assert "no data yet" in markdown(at) and "What the tuned variant changes" in markdown(at)
+    assert "no data yet" in page_text(at) and "What the tuned variant changes" in page_text(at)
     assert any(b.label == "Run" for b in at.button)
 
 
@@ -33,7 +31,7 @@ def test_page_with_a_cpu_run_shows_charts_and_asks_for_a_gpu():
     at = page()
     assert not at.exception
     assert len(at.get("vega_lite_chart")) == 5
-    assert "needs a GPU to tell" in markdown(at)
+    assert "needs a GPU to tell" in page_text(at)
 
 
 def test_page_with_a_gpu_machines_records_shows_verdicts_from_them(results_dir):
@@ -42,7 +40,7 @@ def test_page_with_a_gpu_machines_records_shows_verdicts_from_them(results_dir):
     at = page()
     assert not at.exception
     assert len(at.get("vega_lite_chart")) == 5
-    text = markdown(at)
+    text = page_text(at)
     assert "reproduced" in text and "needs a GPU to tell" not in text
     assert len(at.dataframe) >= 3
 

@@ -2,15 +2,16 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core import runner, settings
+from core import runner
 from core.experiments import iris
 from core.results import RecordWriter
+from tests.helpers import render
 
 EXP = iris.EXPERIMENT
 
 
 def page() -> AppTest:
-    return AppTest.from_file(str(settings.APP_ROOT / "pages/iris.py"), default_timeout=60).run()
+    return render("pages/iris.py")
 
 
 @pytest.fixture

@@ -1,13 +1,14 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import runner, settings
+from core import runner
 from core.experiments import jacobian
 from core.results import RecordWriter
+from tests.helpers import render
 
 
 def page() -> AppTest:
-    return AppTest.from_file(str(settings.APP_ROOT / "pages/jacobian.py"), default_timeout=60).run()
+    return render("pages/jacobian.py")
 
 
 @pytest.fixture

@@ -2,14 +2,14 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core import experiments, runner, settings
+from core import experiments, runner
 from core.results import RecordWriter
+from tests.helpers import render
 
-PAGE = str(settings.APP_ROOT / "pages" / "mlp_surface.py")
 
 
 def page() -> AppTest:
-    return AppTest.from_file(PAGE, default_timeout=60).run()
+    return render("pages/mlp_surface.py")
 
 
 @pytest.fixture

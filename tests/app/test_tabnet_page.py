@@ -2,9 +2,10 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core import runner, settings
+from core import runner
 from core.experiments import tabnet
 from core.results import RecordWriter
+from tests.helpers import page_text, render
 
 EXP = tabnet.EXPERIMENT
 
@@ -13,18 +14,15 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def page() -> AppTest:
-    return AppTest.from_file(str(settings.APP_ROOT / "pages" / "tabnet.py"), default_timeout=60).run()
+    return render("pages/tabnet.py")
 
-
-def markdown(at: AppTest) -> str:
-    return " ".join(m.value for m in at.markdown)
 
 
 def test_page_without_results_explains_and_offers_a_run():
     at = page()
     assert not at.exception
     assert not at.get("vega_lite_chart")
-    assert "no data yet" in markdown(at) and "Ghost batch norm" in markdown(at)
+    assert "no data yet" in page_text(at) and "Ghost batch norm" in page_text(at)
     assert any(b.label == "Run" for b in at.button)
 
 
@@ -34,5 +32,5 @@ def test_page_with_a_cpu_run_shows_charts_tables_and_asks_for_a_gpu():
     at = page()
     assert not at.exception
     assert len(at.get("vega_lite_chart")) == 4
-    assert "needs a GPU to tell" in markdown(at)
+    assert "needs a GPU to tell" in page_text(at)
     assert len(at.dataframe) >= 2
