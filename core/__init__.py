@@ -1,1 +1,2 @@
-"""Crossover's core: plain Python (no Streamlit) for devices, timing, experiments and results."""
+"""Crossover: will a GPU make my small PyTorch model faster, and why or why not?"""
+__version__ = "0.2.0"

@@ -8,6 +8,7 @@ from core import devices, experiments, runlock, runner, settings
 from core.jobs import LOCK_FD_ENV
 from core.params import ConfigError
 from core.results import RecordWriter
+from core.timing import call_text
 
 
 def main(argv: list[str] = None) -> int:
@@ -32,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
     run.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
     run.add_argument("--run-id", help=argparse.SUPPRESS)
+    run.add_argument("--config-json", help=argparse.SUPPRESS)  # the app's jobs pass their checked configuration
     run.set_defaults(command=cmd_run)
     return parser
 
@@ -71,8 +73,10 @@ def cmd_run(args) -> int:
     if settings.read_only():
         raise settings.ReadOnlyError()
     exp = experiments.get(args.experiment)
-    config = exp.config(args.preset, parse_overrides(exp, args.set))
+    overrides = _config_json(args.config_json) if args.config_json else {}
+    config = exp.config(args.preset, overrides | parse_overrides(exp, args.set))
     names = [devices.check(d) for d in args.device] if args.device else devices.available()
+    exp.plan(config, names)
     writer = RecordWriter(exp.name, args.preset, config, names, run_id=args.run_id)
     lock_fd = _hold_lock(writer, names)
     try:
@@ -82,6 +86,16 @@ def cmd_run(args) -> int:
     finally:
         os.close(lock_fd)
     return 0 if status == "complete" else 1
+
+
+def _config_json(text: str) -> dict:
+    try:
+        overrides = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError("--config-json", f"not JSON ({e})") from None
+    if not isinstance(overrides, dict):
+        raise ConfigError("--config-json", "must be a JSON object of NAME: VALUE")
+    return overrides
 
 
 def _hold_lock(writer: RecordWriter, names: list[str]) -> int:
@@ -99,7 +113,9 @@ def _print_progress(done: int, total: int, point, row: dict) -> None:
     if row["status"] != "ok":
         outcome = f"{row['status']}: {row.get('error')}"
     elif row.get("median") is not None:
-        outcome = f"median {row['median'] * 1e3:.4g} ms (IQR {row['iqr'] * 1e3:.2g} ms{', noisy' if row['noisy'] else ''})"
+        spread = f"IQR {row['iqr'] * 1e3:.2g} ms" if row["iqr"] is not None else "one sample"
+        outcome = (f"median {row['median'] * 1e3:.4g} ms per {call_text(row['unit'], row['per_call'])} "
+                   f"({spread}, n={row['n']}{', noisy' if row['noisy'] else ''})")
     else:
         outcome = "done"
     print(f"[{done}/{total}] {point.describe()}: {outcome}", flush=True)

@@ -26,6 +26,14 @@ def kind(device: str) -> str:
     return torch.device(device).type
 
 
+ACCELERATORS = ("cuda", "mps")
+
+
+def is_accelerator(device: str) -> bool:
+    """True for a GPU of any kind ('cuda:N', 'mps'); False for the CPU. The one test of "is this a GPU"."""
+    return kind(device) in ACCELERATORS
+
+
 class DeviceError(ValueError):
     pass
 
@@ -49,6 +57,34 @@ def synchronize(device: str) -> None:
 
 def is_out_of_memory(error: BaseException) -> bool:
     return isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error).lower()
+
+
+def release_cached_memory(device: str) -> None:
+    """Give the caching allocator's unused blocks back (after an out-of-memory point, say)."""
+    if kind(device) == "cuda":
+        with torch.cuda.device(device):
+            torch.cuda.empty_cache()
+
+
+def free_memory(device: str) -> float:
+    """Bytes a workload may still take: free plus cached-but-unused on CUDA; available RAM on the CPU."""
+    k = kind(device)
+    if k == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return float(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
+    if k == "mps":
+        return float(torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory())
+    return float(psutil.virtual_memory().available)
+
+
+def reset_peak_memory(device: str) -> None:
+    if kind(device) == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_memory(device: str) -> int | None:
+    """The most bytes the device's allocator held since the last reset; None where torch does not track it."""
+    return torch.cuda.max_memory_allocated(device) if kind(device) == "cuda" else None
 
 
 def _cpu_model() -> str:

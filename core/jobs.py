@@ -1,12 +1,13 @@
 """Background runs for the app: `python -m core run` in its own process, one at a time per machine,
 with progress read from its record and a cancel that keeps the finished points."""
+import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from core import devices, experiments, results, runlock, settings
+from core import devices, experiments, results, runlock, settings, versions
 from core.results import now
 
 LOCK_FD_ENV = "CROSSOVER_LOCK_FD"
@@ -21,6 +22,7 @@ def start(experiment: str, device_names: list[str], preset: str, overrides: dict
     config = exp.config(preset, overrides)
     for d in device_names:
         devices.check(d)
+    exp.plan(config, device_names)
     run_id = results.new_run_id(experiment)
     info = {"run_id": run_id, "experiment": experiment, "devices": device_names, "preset": preset,
             "started": now(), "pid": None,
@@ -35,18 +37,16 @@ def start(experiment: str, device_names: list[str], preset: str, overrides: dict
 
 
 def _spawn(exp, device_names, preset, config, run_id, lock_fd) -> subprocess.Popen:
-    command = [sys.executable, "-m", "core", "run", exp.name, "--preset", preset, "--run-id", run_id]
+    command = [sys.executable, "-m", "core", "run", exp.name, "--preset", preset, "--run-id", run_id,
+               "--config-json", json.dumps(config)]
     for d in device_names:
         command += ["--device", d]
-    for p in exp.all_params():
-        value = config[p.name]
-        command += ["--set", f"{p.name}={','.join(map(str, value)) if p.many else value}"]
     logs = settings.results_dir() / ".logs"
     logs.mkdir(parents=True, exist_ok=True)
     with open(logs / f"{run_id}.log", "w") as log:
         return subprocess.Popen(command, cwd=settings.APP_ROOT, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, pass_fds=(lock_fd,), start_new_session=True,
-                                env=os.environ | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"})
+                                env=versions.run_environment() | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"})
 
 
 def current() -> dict | None:

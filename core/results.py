@@ -1,5 +1,6 @@
 """The results store: one JSON record per run under results/<machine-id>/, written atomically after
 every point, and loaded tolerantly into pandas."""
+import hashlib
 import json
 import os
 import tempfile
@@ -10,11 +11,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import devices, runlock, settings
+from core import devices, runlock, settings, versions
+from core.timing import call_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)   # schema 1: no unit, code version or environment; threads among the metrics
 STATUSES = ("running", "complete", "partial", "failed", "cancelled")
-PUBLISHED_FILE = Path(__file__).with_name("published.json")
+# A row's own fields; its parameters and metrics live in their own namespaces and may not take these names.
+ROW_FIELDS = ("device", "variant", "params", "status", "error", "unit", "per_call", "torch_threads", "samples",
+              "median", "iqr", "noisy", "n", "warmup_samples", "cold", "metrics")
 
 
 def now() -> str:
@@ -60,7 +65,8 @@ class RecordWriter:
             "schema": SCHEMA_VERSION, "run_id": run_id or new_run_id(experiment),
             "experiment": experiment, "preset": preset, "variants": list(config.get("variants", ())),
             "devices": list(device_names), "config": config, "machine_id": fp["machine_id"],
-            "fingerprint": fp, "started": now(), "ended": None, "status": "running",
+            "fingerprint": fp, "code_version": versions.code_version(), "environment": versions.environment(),
+            "started": now(), "ended": None, "status": "running",
             "planned_points": 0, "rows": [], "error": None,
         }
         folder = (results_dir or settings.results_dir()) / fp["machine_id"]
@@ -71,6 +77,12 @@ class RecordWriter:
         write_atomic(self.path, self.record)
 
     def add(self, row: dict) -> None:
+        """Append a row; a parameter or metric named like a column of the rows frame is refused."""
+        taken = set(BASE_COLUMNS) | set(ROW_FIELDS)
+        clashes = sorted((set(row.get("params", {})) | set(row.get("metrics", {}))) & taken)
+        if clashes:
+            raise ValueError(f"row of {row.get('variant')} on {row.get('device')}: parameter or metric name(s) "
+                             f"{clashes} would hide the row's own column(s); rename them")
         self.record["rows"].append(row)
         write_atomic(self.path, self.record)
 
@@ -86,8 +98,8 @@ def read_record(path: Path) -> dict:
         data = json.loads(Path(path).read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"unreadable ({e})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
-        raise ValueError(f"not a Crossover record of schema {SCHEMA_VERSION}")
+    if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
+        raise ValueError(f"not a Crossover record of schema {' or '.join(map(str, READABLE_SCHEMAS))}")
     missing = {"run_id", "experiment", "status", "rows", "fingerprint"} - data.keys()
     if missing:
         raise ValueError(f"missing fields {sorted(missing)}")
@@ -113,11 +125,20 @@ def load_records(results_dir: Path = None) -> list[dict]:
 
 
 def record_summary(record: dict) -> dict:
+    code = record.get("code_version") or {}
     return {"run_id": record["run_id"], "experiment": record["experiment"], "preset": record.get("preset"),
             "status": record["status"], "machine_id": record.get("machine_id"),
             "machine": devices.label(record["fingerprint"]), "started": record.get("started"),
             "ended": record.get("ended"), "points": len(record["rows"]),
-            "planned_points": record.get("planned_points")}
+            "planned_points": record.get("planned_points"), "config_id": config_id(record.get("config", {})),
+            "code_version": code.get("commit") or code.get("package")}
+
+
+def config_id(config: dict) -> str:
+    """A short hash of what a run measured (its configuration, less the choice of variants): runs with
+    the same id measured their common points the same way."""
+    measured = {k: v for k, v in config.items() if k != "variants"}
+    return hashlib.sha256(json.dumps(measured, sort_keys=True, default=_jsonable).encode()).hexdigest()[:10]
 
 
 def runs_frame(records: list[dict]) -> pd.DataFrame:
@@ -125,25 +146,42 @@ def runs_frame(records: list[dict]) -> pd.DataFrame:
 
 
 BASE_COLUMNS = ["run_id", "experiment", "preset", "status", "machine_id", "machine", "started", "ended", "points",
-                "planned_points", "device", "device_name", "variant", "point_status", "error", "median_s", "iqr_s",
-                "noisy", "samples_s"]
+                "planned_points", "config_id", "code_version", "device", "device_name", "variant", "point",
+                "point_status", "error", "unit", "per_call", "per_sample", "torch_threads", "median_s", "iqr_s", "noisy", "n",
+                "samples_s"]
 
 
 def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
     """One row per measured point, with its run's metadata; swept parameters and metrics become
-    columns of their own, raw samples are kept. Empty, it still has the base columns."""
+    columns of their own (never over a base column), raw samples are kept. Empty, it still has the base
+    columns."""
     flat = []
     for record in records:
         if experiment and record["experiment"] != experiment:
             continue
         meta = record_summary(record)
         for row in record["rows"]:
-            flat.append({**meta, "device": row["device"], "device_name": device_name(record, row["device"]),
-                         "variant": row["variant"], "point_status": row.get("status", "ok"),
-                         "error": row.get("error"), **row.get("params", {}),
-                         "median_s": row.get("median"), "iqr_s": row.get("iqr"), "noisy": row.get("noisy"),
-                         "samples_s": row.get("samples"), **row.get("metrics", {})})
+            params, metrics = row.get("params", {}), row.get("metrics", {})
+            samples = row.get("samples")
+            base = {**meta, "device": row["device"], "device_name": device_name(record, row["device"]),
+                    "variant": row["variant"], "point": json.dumps(params, sort_keys=True),
+                    "point_status": row.get("status", "ok"), "error": row.get("error"), "unit": row.get("unit"),
+                    "per_call": row.get("per_call"), "per_sample": _per_sample(row),
+                    "torch_threads": row.get("torch_threads", metrics.get("torch_threads")),
+                    "median_s": row.get("median"), "iqr_s": row.get("iqr"), "noisy": _noisy(row),
+                    "n": row.get("n", len(samples) if samples else None), "samples_s": samples}
+            flat.append({**base, **params, **metrics} | base)
     return pd.DataFrame(flat) if flat else pd.DataFrame(columns=BASE_COLUMNS)
+
+
+def _per_sample(row: dict) -> str | None:
+    return call_text(row["unit"], row.get("per_call", 1)) if row.get("unit") else None
+
+
+def _noisy(row: dict) -> bool | None:
+    """Schema 1 called a single sample quiet; it is unknown."""
+    samples = row.get("samples")
+    return None if samples is not None and len(samples) < 2 else row.get("noisy")
 
 
 def device_name(record: dict, device: str) -> str:
@@ -154,12 +192,3 @@ def device_name(record: dict, device: str) -> str:
         if gpu["device"] == device:
             return gpu["name"]
     return device
-
-
-def load_published(experiment: str = None) -> pd.DataFrame:
-    """The write-ups' own figures, one row each: experiment, figure, quantity, unit, value, device,
-    hardware (as stated), params, source."""
-    entries = json.loads(PUBLISHED_FILE.read_text())["figures"]
-    rows = [{**{k: v for k, v in e.items() if k != "params"}, **e.get("params", {})}
-            for e in entries if experiment in (None, e["experiment"])]
-    return pd.DataFrame(rows)

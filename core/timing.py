@@ -1,8 +1,10 @@
-"""Timing that respects asynchronous devices: synchronise before every clock read, exclude the
-warm-up, repeat, and keep the raw samples with their median and spread."""
+"""Timing that respects asynchronous devices, done one way for every experiment: an experiment
+describes a `Workload` (the call to time and what one call is), `run` times it (synchronise before
+every clock read, warm-up excluded, repeats, raw samples) and returns a `Measurement`."""
 import statistics
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -15,26 +17,69 @@ NOISY_SPREAD = 0.10  # IQR / median above this flags a measurement as noisy
 
 @dataclass(frozen=True)
 class Measurement:
-    """Raw samples (seconds per call) and their summary."""
+    """Raw samples (seconds per call) and their summary. `warmup` holds the untimed-for-the-median
+    warm-up calls' times; `cold` says the samples include the first call (no warm-up ran)."""
     samples: tuple[float, ...]
+    warmup: tuple[float, ...] = ()
+    cold: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.samples)
 
     @property
     def median(self) -> float:
         return statistics.median(self.samples)
 
     @property
-    def iqr(self) -> float:
-        if len(self.samples) < 2:
-            return 0.0
+    def iqr(self) -> float | None:
+        if self.n < 2:
+            return None
         q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
         return q3 - q1
 
     @property
-    def noisy(self) -> bool:
+    def noisy(self) -> bool | None:
+        """IQR / median over NOISY_SPREAD; None (unknown, never "quiet") with a single sample."""
+        if self.iqr is None:
+            return None
         return self.median > 0 and self.iqr / self.median > NOISY_SPREAD
 
     def to_dict(self) -> dict:
-        return {"samples": list(self.samples), "median": self.median, "iqr": self.iqr, "noisy": self.noisy}
+        return {"samples": list(self.samples), "median": self.median, "iqr": self.iqr, "noisy": self.noisy,
+                "n": self.n, "warmup_samples": list(self.warmup), "cold": self.cold}
+
+
+@dataclass
+class Workload:
+    """One point's work, as an experiment declares it; `run` times it, the experiment never reads a clock.
+
+    `call` is timed; one call holds `per_call` units, each a `unit` (a singular noun: "epoch", "product").
+    `setup` runs first, untimed. Calls shorter than a millisecond or so set `block_seconds`: each sample
+    is then the mean of a block of calls that long (torch.utils.benchmark). `budget_s` caps the time
+    spent in calls: fewer repeats when calls are long, and a single cold call when even the warm-up
+    would overrun it. With `hooks`, the call receives a `Stopwatch` and marks laps at its own hooks
+    (a library's callbacks) and closes the samples. `finish` turns the measurement into metrics
+    (untimed: losses, correctness); `metrics` are known before timing."""
+    call: Callable
+    unit: str
+    per_call: int = 1
+    repeats: int = 5
+    warmup: int = 1
+    setup: Callable[[], object] | None = None
+    block_seconds: float | None = None
+    budget_s: float | None = None
+    hooks: bool = False
+    threads: int | None = None
+    finish: Callable[[Measurement], dict] | None = None
+    metrics: dict = field(default_factory=dict)
+
+
+def call_text(unit: str, per_call: int) -> str:
+    """What one sample is, in words: 'one epoch', '2,000 epochs', '3 x (training run)'."""
+    if per_call == 1:
+        return f"one {unit}"
+    return f"{per_call:,} {unit}s" if unit.isalpha() else f"{per_call:,} x ({unit})"
 
 
 def clock(device: str, sync: Callable[[str], None] = None) -> Callable[[], float]:
@@ -47,18 +92,87 @@ def clock(device: str, sync: Callable[[str], None] = None) -> Callable[[], float
     return read
 
 
+class Stopwatch:
+    """Laps read at a call's own hooks, on a device-synchronised clock: `start` opens a lap, `lap`
+    closes it under a name, `close_sample` makes one sample of the laps since the last one."""
+
+    def __init__(self, device: str, sync: Callable[[str], None] = None):
+        self.read = clock(device, sync)
+        self.laps: list[tuple[str, float]] = []
+        self.samples: list[float] = []
+        self._mark = None
+        self._sampled = 0
+
+    def start(self) -> None:
+        self._mark = self.read()
+
+    def lap(self, name: str) -> float:
+        """Close the lap opened by the last `start` or `lap` and open the next; returns its seconds."""
+        now = self.read()
+        seconds = now - self._mark
+        self.laps.append((name, seconds))
+        self._mark = now
+        return seconds
+
+    def close_sample(self, *names: str) -> float:
+        """One sample: the seconds of the laps named `names` since the previous sample."""
+        seconds = sum(s for n, s in self.laps[self._sampled:] if n in names)
+        self.samples.append(seconds)
+        self._sampled = len(self.laps)
+        return seconds
+
+    def total(self, name: str) -> float:
+        return sum(s for n, s in self.laps if n == name)
+
+
+@contextmanager
+def intra_op_threads(threads: int | None):
+    """Run with `threads` torch intra-op threads (None or 0 leaves them alone), then restore."""
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def run(workload: Workload, device: str, sync: Callable[[str], None] = None) -> Measurement:
+    """Time a workload on a device, its way (blocks, hooks or one call per sample)."""
+    with intra_op_threads(workload.threads):
+        if workload.setup:
+            workload.setup()
+        if workload.hooks:
+            return _hooked(workload, device, sync)
+        if workload.block_seconds:
+            return micro(workload.call, device, repeats=workload.repeats, block_seconds=workload.block_seconds,
+                         sync=sync)
+        return measure(workload.call, device, repeats=workload.repeats, warmup=workload.warmup,
+                       budget_s=workload.budget_s, sync=sync)
+
+
 def measure(fn: Callable[[], object], device: str, *, repeats: int = 5, warmup: int = 1,
-            sync: Callable[[str], None] = None) -> Measurement:
-    """Time calls of a millisecond or more: one call per sample, after `warmup` untimed calls."""
+            budget_s: float = None, sync: Callable[[str], None] = None) -> Measurement:
+    """One call per sample, after `warmup` calls (timed and kept apart). Within `budget_s`, stop
+    repeating when another call would overrun it; a warm-up call that leaves no room for one is the
+    measurement itself (`cold`)."""
     read = clock(device, sync)
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeats):
+
+    def timed() -> float:
         start = read()
         fn()
-        samples.append(read() - start)
-    return Measurement(tuple(samples))
+        return read() - start
+
+    warm = tuple(timed() for _ in range(warmup))
+    if budget_s and warm and sum(warm) + warm[-1] > budget_s:
+        return Measurement((warm[-1],), warm[:-1], cold=len(warm) == 1)
+    samples, spent = [], sum(warm)
+    for _ in range(repeats):
+        samples.append(timed())
+        spent += samples[-1]
+        if budget_s and spent + samples[-1] > budget_s:
+            break
+    return Measurement(tuple(samples), warm, cold=not warm)
 
 
 def micro(fn: Callable[[], object], device: str, *, repeats: int = 5, threads: int = None,
@@ -69,4 +183,12 @@ def micro(fn: Callable[[], object], device: str, *, repeats: int = 5, threads: i
                             num_threads=threads or torch.get_num_threads())
     first = timer.timeit(1).mean  # Timer.timeit warms up itself; this call sizes the blocks
     number = max(1, int(block_seconds / max(first, 1e-9)))
-    return Measurement(tuple(timer.timeit(number).mean for _ in range(repeats)))
+    return Measurement(tuple(timer.timeit(number).mean for _ in range(repeats)), (first,))
+
+
+def _hooked(workload: Workload, device: str, sync) -> Measurement:
+    watch = Stopwatch(device, sync)
+    workload.call(watch)
+    if not watch.samples:
+        raise RuntimeError("the call closed no sample on its stopwatch")
+    return Measurement(tuple(watch.samples))

@@ -3,7 +3,7 @@ import streamlit as st
 
 from core import experiments, results
 from ui import data
-from ui.router import require_router
+from ui.router import page_file, require_router, without_page
 
 require_router()
 
@@ -15,10 +15,17 @@ Crossover reproduces each of them on your hardware, shows the published figures 
 rerun any experiment on the local devices, and explains the gap with measurements: transfers, kernel
 launches, synchronisation and batch size.
 
-Every number here is either **measured** (a record in the results folder, with the machine's
-fingerprint, software versions, configuration and raw samples) or **published** (a write-up's own
-figure, labelled with its source).
+Every number here is **measured** (a record in the results folder, with the machine's fingerprint,
+software and code versions, configuration and raw samples), **published** (a write-up's own figure,
+labelled with its source), or **estimated** (extrapolated or fitted from measurements, and a verdict
+that rests on one says so).
 """)
+
+for module, error in experiments.broken().items():
+    st.error(f"The experiment module `{module}` could not be loaded, so it is left out: {error}")
+for name in without_page():
+    st.error(f"The experiment '{name}' is registered but has no page, so it is not in the navigation: add "
+             f"`pages/{page_file(name).name}` holding `experiment_page(\"{name}\")`, as every other page does.")
 
 records = data.records()
 runs = results.runs_frame(records)

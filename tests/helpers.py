@@ -1,7 +1,11 @@
-"""Shared helpers for the app tests."""
+"""Shared helpers for the tests: rendering app scripts, hand-made rows frames, smoke runs."""
+import json
+
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from core import settings
+from core import experiments, results, runner, settings
+from core.results import RecordWriter
 
 
 def render(path: str) -> AppTest:
@@ -12,3 +16,26 @@ def render(path: str) -> AppTest:
 def page_text(at: AppTest) -> str:
     """All the markdown a run drew, joined."""
     return " ".join(m.value for m in at.markdown)
+
+
+def hand_rows(entries: list[dict], params: tuple[str, ...]) -> pd.DataFrame:
+    """A rows frame made by hand: each entry needs device, variant, its `params` and its figures; the
+    run's fields default to one complete run of one configuration on machine 'm1'."""
+    defaults = {"run_id": "r1", "machine_id": "m1", "machine": "m1", "config_id": "c1", "status": "complete",
+                "started": "2026-01-01T00:00:00+00:00", "point_status": "ok", "preset": "quick"}
+    return pd.DataFrame([defaults | {"device_name": e["device"]} | e
+                         | {"point": json.dumps({k: e[k] for k in params}, sort_keys=True)} for e in entries])
+
+
+def smoke_record(name: str, device_names=("cpu",), preset: str = "smoke", **overrides) -> dict:
+    """Run an experiment into the test's results folder; returns the record."""
+    exp = experiments.get(name)
+    config = exp.config(preset, overrides)
+    writer = RecordWriter(name, preset, config, list(device_names))
+    runner.run(exp, config, list(device_names), writer)
+    return writer.record
+
+
+def smoke_rows(name: str, device_names=("cpu",), preset: str = "smoke", **overrides) -> pd.DataFrame:
+    smoke_record(name, device_names, preset, **overrides)
+    return results.rows_frame(results.load_records(), name)

@@ -5,6 +5,7 @@ import warnings
 import pandas as pd
 import streamlit as st
 
+from core import published as published_figures
 from core import results, settings
 
 
@@ -33,4 +34,4 @@ def rows(experiment: str) -> pd.DataFrame:
 
 
 def published(experiment: str) -> pd.DataFrame:
-    return results.load_published(experiment)
+    return published_figures.load(experiment)

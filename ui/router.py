@@ -1,6 +1,31 @@
-"""Keep every page behind the router."""
+"""The navigation, built from the experiment registry, and keeping every page behind the router."""
+from pathlib import Path
+
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
+
+from core import experiments, settings
+
+PAGES = settings.APP_ROOT / "pages"
+
+
+def page_file(name: str) -> Path:
+    return PAGES / f"{name}.py"
+
+
+def without_page() -> list[str]:
+    """Registered experiments that have no pages/<name>.py (the overview shows them as errors)."""
+    return [name for name in experiments.registry() if not page_file(name).exists()]
+
+
+def navigation():
+    experiment_pages = [st.Page(page_file(e.name), title=e.title, url_path=e.name)
+                        for e in experiments.registry().values() if page_file(e.name).exists()]
+    return st.navigation({
+        "Crossover": [st.Page(PAGES / "overview.py", title="Overview", default=True)],
+        "Experiments": experiment_pages,
+        "Results": [st.Page(PAGES / "machines.py", title="Machines", url_path="machines")],
+    })
 
 
 def require_router() -> None:

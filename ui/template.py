@@ -1,34 +1,29 @@
-"""The one template every experiment page follows: claim, what we measured, verdicts, charts, the table
-with a CSV download, why, and the rerun panel."""
-from typing import Callable
-
-import altair as alt
+"""The one template every experiment page follows: claim, what we measured, verdicts, charts, the tables
+and every point with a CSV download, why, notes, and the rerun panel. Everything comes from the
+experiment's package (analysis, charts, about.md): a page is one call of `experiment_page`."""
 import pandas as pd
 import streamlit as st
 
 from core import devices, experiments
-from core.verdicts import NEEDS_GPU, NOT_REPRODUCED, REPRODUCED, Verdict
+from core.analysis import ESTIMATED, NEEDS_GPU, NOT_REPRODUCED, REPRODUCED, Verdict
 from ui import data
 from ui.router import require_router
 from ui.rerun_panel import rerun_panel
 
-ChartBuilder = Callable[[pd.DataFrame, pd.DataFrame], list[alt.Chart]]
-VerdictBuilder = Callable[[pd.DataFrame, pd.DataFrame], list[Verdict]]
-TableBuilder = Callable[[pd.DataFrame], dict[str, pd.DataFrame]]
 MARKS = {REPRODUCED: ":green[:material/check_circle:]", NOT_REPRODUCED: ":red[:material/cancel:]",
-         NEEDS_GPU: ":orange[:material/hourglass_empty:]"}
-TABLE_DROP = ["samples_s", "machine_id", "planned_points", "ended"]
+         ESTIMATED: ":blue[:material/query_stats:]", NEEDS_GPU: ":orange[:material/hourglass_empty:]"}
+TABLE_DROP = ["samples_s", "machine_id", "planned_points", "ended", "point", "config_id"]
 
 
-def experiment_page(name: str, charts: ChartBuilder, explanation: str, verdicts: VerdictBuilder = None,
-                    tables: TableBuilder = None, notes: str = "") -> None:
+def experiment_page(name: str) -> None:
     require_router()
     exp = experiments.get(name)
+    about = exp.about()
     st.title(exp.title)
-    st.markdown(f"> **The write-up's claim.** {exp.claim}")
+    st.markdown(f"> **The write-up's claim.** {about['Claim']}")
     st.caption(f"Source: `shared/seeds/{exp.source}`")
     st.subheader("What we measured")
-    st.markdown(exp.summary)
+    st.markdown(about["Measured"])
     if devices.available() == ["cpu"]:
         st.warning("No GPU was found on this machine: only the CPU variants can run here. GPU results "
                    "appear when records from a GPU machine are in the results folder.")
@@ -36,20 +31,19 @@ def experiment_page(name: str, charts: ChartBuilder, explanation: str, verdicts:
     if rows.empty:
         st.info("No measured results yet: start a run below, or with `python -m core run "
                 f"{name} --preset quick`.")
-    if verdicts:
-        _verdicts(verdicts(rows, published))
+    _verdicts(exp.verdicts(rows, published))
     if not rows.empty:
         st.subheader("Results")
-        for chart in charts(rows, published):
+        for chart in exp.charts(rows, published):
             st.altair_chart(chart, width="stretch")
-        for title, table in (tables(rows) if tables else {}).items():
+        for title, table in exp.tables(rows).items():
             st.markdown(f"**{title}**")
             st.dataframe(table, hide_index=True) if len(table) else st.caption("Nothing to show yet.")
         _table(name, rows)
     st.subheader("Why")
-    st.markdown(explanation)
-    if notes:
-        st.caption(notes)
+    st.markdown(about["Why"])
+    if about["Notes"]:
+        st.caption(about["Notes"])
     rerun_panel(exp)
 
 

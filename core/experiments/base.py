@@ -1,11 +1,21 @@
-"""What every experiment declares (parameters, presets, variants) and the points it measures."""
+"""What every experiment declares (parameters, presets, variants), the points it measures and the
+workload of each point. An experiment lives in a package of its own beside this module: the class and
+its workloads, `analysis.py` (TABLES, CLAIMS), `charts.py` (charts) and `about.md` (the prose)."""
+import importlib
+import re
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from core import devices
+import pandas as pd
+
+from core import devices, timing
 from core.params import ConfigError, Param
+from core.published import figure_text
 
 PRESETS = ("smoke", "quick", "paper")
+ABOUT_SECTIONS = ("Claim", "Measured", "Why", "Notes")
 
 
 @dataclass(frozen=True)
@@ -29,21 +39,32 @@ class Point:
 
 
 class SkipPoint(Exception):
-    """Raised by `measure` to record a point as skipped (with why, and any estimates) instead of
-    running it."""
+    """Raised while building a workload to record the point as skipped (with why, and any
+    estimates) instead of running it."""
     def __init__(self, reason: str, **metrics):
         super().__init__(reason)
         self.metrics = metrics
 
 
+class RunState:
+    """What the points of one run share, and nothing outlives: the rows measured so far, a scratch
+    dict for the experiment (calibrations, references), and the runner's timer for probes."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.memo: dict = {}
+
+    @staticmethod
+    def time(workload: timing.Workload, device: str) -> timing.Measurement:
+        return timing.run(workload, device)
+
+
 class Experiment:
-    """Subclasses set the class attributes and implement `points` and `measure`."""
+    """Subclasses set the class attributes and implement `points` and `workload`."""
     name: str
     title: str
     order: int = 100
     source: str = ""        # the write-up it reproduces (a file in shared/seeds)
-    claim: str = ""         # the write-up's claim, one sentence
-    summary: str = ""       # what we measure, one paragraph
     params: tuple[Param, ...] = ()
     presets: dict[str, dict] = {}
     variants: tuple[Variant, ...] = ()
@@ -66,8 +87,8 @@ class Experiment:
             raise ConfigError("preset", f"'{preset}' is not one of {', '.join(PRESETS)}")
         values = {p.name: p.default for p in self.all_params()} | self.presets.get(preset, {})
         for name, value in (overrides or {}).items():
-            values[name] = value
             self.param(name)
+            values[name] = value
         checked = {p.name: p.check(values[p.name]) for p in self.all_params()}
         self.validate(checked)
         return checked
@@ -83,11 +104,54 @@ class Experiment:
     def points(self, config: dict, device: str) -> list[Point]:
         raise NotImplementedError
 
-    def measure(self, point: Point, config: dict) -> dict:
-        """Measure one point. Returns {"timing": Measurement.to_dict(), "metrics": {...}}; either
-        may be absent. Raise SkipPoint to skip it with a reason."""
+    def plan(self, config: dict, device_names: list[str]) -> list[Point]:
+        """Every point on every device; ConfigError when the chosen variants leave none."""
+        points = [p for d in device_names for p in self.points(config, d)]
+        if points:
+            return points
+        cannot = "; ".join(f"{d} cannot run {', '.join(config['variants'])} (it runs "
+                           f"{', '.join(v.name for v in self.variants if devices.kind(d) in v.kinds) or 'nothing'})"
+                           for d in device_names)
+        raise ConfigError("variants", f"no point to measure: {cannot}")
+
+    def workload(self, point: Point, config: dict, run: RunState) -> timing.Workload:
+        """The work of one point, for the runner to time. Raise SkipPoint to skip it with a reason."""
         raise NotImplementedError
 
     def estimate_seconds(self, config: dict, device: str) -> float:
         """A rough guess of the run's wall time on this device, shown before a run as an estimate."""
         return 5.0 * len(self.points(config, device))
+
+    # -- what the page shows: the package's analysis, charts and prose ---------------------------
+    def _part(self, name: str):
+        return importlib.import_module(f"{type(self).__module__.rpartition('.')[0]}.{name}")
+
+    def verdicts(self, rows: pd.DataFrame, published: pd.DataFrame) -> list:
+        from core.analysis import evaluate
+        return [evaluate(claim, rows, published) for claim in self._part("analysis").CLAIMS]
+
+    def tables(self, rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        return {title: make(rows) for title, make in self._part("analysis").TABLES.items()}
+
+    def charts(self, rows: pd.DataFrame, published: pd.DataFrame) -> list:
+        return self._part("charts").charts(rows, published)
+
+    def about(self) -> dict[str, str]:
+        """The sections of about.md (Claim, Measured, Why, Notes), published figures filled in."""
+        folder = Path(sys.modules[type(self).__module__].__file__).parent
+        return parse_about((folder / "about.md").read_text(encoding="utf-8"))
+
+    @property
+    def claim(self) -> str:
+        return self.about()["Claim"]
+
+
+def parse_about(text: str) -> dict[str, str]:
+    """`## Section` blocks; `{published:ID}` becomes that figure from core/published.json ("2.93 s")."""
+    text = re.sub(r"\{published:([^}]+)\}", lambda m: figure_text(m.group(1)), text)
+    parts = re.split(r"^## +(.+?)\s*$", text, flags=re.M)
+    sections = {name: body.strip() for name, body in zip(parts[1::2], parts[2::2])}
+    missing = [s for s in ABOUT_SECTIONS[:3] if s not in sections]
+    if missing:
+        raise ValueError(f"about.md lacks the section(s) {', '.join(missing)}")
+    return {s: sections.get(s, "") for s in ABOUT_SECTIONS}

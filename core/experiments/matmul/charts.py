@@ -2,14 +2,16 @@
 import altair as alt
 import pandas as pd
 
-from core.charts.common import grouped_bars, measured_lines, ok_rows
-from core.experiments.matmul import TRANSFERS, speedups_at
+from core.analysis import ok
+from core.charts import grouped_bars, measured_lines
+from core.experiments.matmul.analysis import CLAIM_SIZE, gains
+from core.experiments.matmul.experiment import TRANSFERS
 
 
 def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
-    ok = ok_rows(rows)
-    products = ok[~ok["variant"].isin(TRANSFERS)]
-    transfers = ok[ok["variant"].isin(TRANSFERS)]
+    measured = ok(rows)
+    products = measured[~measured["variant"].isin(TRANSFERS)]
+    transfers = measured[measured["variant"].isin(TRANSFERS)]
     out = [
         measured_lines(products.assign(ms=products["median_s"] * 1e3), "size", "ms",
                        title="Time per product", x_title="matrix size n (n x n, float32)",
@@ -25,12 +27,14 @@ def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
 
 
 def speedup_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
-    """numpy time / variant time at 200x200: ours per variant and machine, the write-up's claims beside."""
-    ours = speedups_at(rows, 200)
-    ours = ours.assign(series="measured · " + ours["machine"].str[:40], label=ours["variant"])
+    """numpy time / variant time at the claim's size: ours per variant and machine, the write-up's beside."""
+    ours = gains(rows)
+    ours = ours[ours["size"] == CLAIM_SIZE] if len(ours) else ours
+    ours = ours.assign(series="measured · " + ours["machine"].str[:40], label=ours["variant"],
+                       speedup_over_numpy=ours["gain"])
     theirs = published.assign(series="published · " + published["hardware"], label=published["variant"],
                               speedup_over_numpy=published["value"])
     data = pd.concat([ours, theirs], ignore_index=True)[["label", "series", "speedup_over_numpy"]]
     return grouped_bars(data, "label", "speedup_over_numpy", "series",
-                        title="Speed relative to numpy at 200x200 (above 1: faster than numpy)",
+                        title=f"Speed relative to numpy at {CLAIM_SIZE}x{CLAIM_SIZE} (above 1: faster than numpy)",
                         y_title="numpy time / variant time", log_y=True)

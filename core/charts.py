@@ -4,12 +4,10 @@ import math
 import altair as alt
 import pandas as pd
 
+from core.analysis import ok
+
 LEGEND = alt.Legend(labelLimit=0)  # series names are long (variant, device, machine): never cut them
-MEASURED_TOOLTIP = ["machine", "device_name", "variant", "median_s", "iqr_s", "noisy", "preset", "run_id"]
-
-
-def ok_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows[rows["point_status"] == "ok"] if len(rows) else rows
+MEASURED_TOOLTIP = ["machine", "device_name", "variant", "median_s", "iqr_s", "noisy", "n", "per_sample", "preset", "run_id"]
 
 
 def series_label(rows: pd.DataFrame) -> pd.Series:
@@ -24,7 +22,7 @@ def scale(log: bool) -> alt.Scale:
 def measured_lines(rows: pd.DataFrame, x: str, y: str, *, title: str, x_title: str, y_title: str,
                    log_x: bool = True, log_y: bool = True, tooltip: list[str] = ()) -> alt.Chart:
     """One line per variant, device and machine: y against x, raw figures in the tooltip."""
-    data = ok_rows(rows).assign(series=series_label)
+    data = ok(rows).assign(series=series_label)
     return alt.Chart(data, title=title).mark_line(point=True).encode(
         x=alt.X(f"{x}:Q", title=x_title, scale=scale(log_x)),
         y=alt.Y(f"{y}:Q", title=y_title, scale=scale(log_y)),

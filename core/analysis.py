@@ -1,0 +1,185 @@
+"""Analysis shared by every experiment, pure pandas over the rows frame (core.results.rows_frame):
+which points to compare, CPU-accelerator pairs, speedups, crossovers, and claims with their verdicts.
+
+The pairing rule: a point on an accelerator is compared with the same point (variant and swept
+parameters) on the CPU of the same machine, measured with the same configuration, taking each from
+the latest complete run unless a run is chosen."""
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+
+from core import devices
+
+REPRODUCED = "reproduced"
+NOT_REPRODUCED = "not reproduced"
+ESTIMATED = "estimated"
+NEEDS_GPU = "needs a GPU to tell"
+NO_DATA = "no data yet"
+OUTCOMES = (REPRODUCED, NOT_REPRODUCED, ESTIMATED, NEEDS_GPU, NO_DATA)
+
+POINT_KEYS = ["machine_id", "config_id", "variant", "point"]   # one point of one configuration on a machine
+
+
+# -- which rows ---------------------------------------------------------------------------------------
+def ok(rows: pd.DataFrame) -> pd.DataFrame:
+    """The measured points (not skipped, failed or out of memory)."""
+    return rows[rows["point_status"] == "ok"] if len(rows) else rows
+
+
+def on_accelerator(rows: pd.DataFrame) -> pd.Series:
+    return rows["device"].map(devices.is_accelerator).astype(bool)
+
+
+def latest(rows: pd.DataFrame, run_id: str = None) -> pd.DataFrame:
+    """The measured points to compare: those of `run_id` when a run is chosen, else, for every point
+    and device, the one from the latest complete run of its machine and configuration."""
+    data = ok(rows)
+    if run_id:
+        return data[data["run_id"] == run_id]
+    data = data[data["status"] == "complete"]
+    return data.sort_values("started", kind="stable").drop_duplicates([*POINT_KEYS, "device"], keep="last")
+
+
+def pair(rows: pd.DataFrame, values: tuple[str, ...] = ("median_s",), run_id: str = None) -> pd.DataFrame:
+    """Every accelerator point beside the same point on its machine's CPU: the accelerator row's
+    columns plus `cpu_<value>` for each of `values`."""
+    data = latest(rows, run_id)
+    if data.empty:
+        return data.assign(**{f"cpu_{v}": [] for v in values})
+    cpu = data[data["device"] == "cpu"][[*POINT_KEYS, *values]].rename(columns={v: f"cpu_{v}" for v in values})
+    return data[on_accelerator(data)].merge(cpu, on=POINT_KEYS)
+
+
+def speedups(rows: pd.DataFrame, value: str = "median_s", run_id: str = None) -> pd.DataFrame:
+    """CPU time / accelerator time (`speedup`, above 1: the accelerator is faster) for every pair."""
+    paired = pair(rows, (value,), run_id)
+    return paired.assign(speedup=paired[f"cpu_{value}"] / paired[value])
+
+
+def relative_to(rows: pd.DataFrame, baseline: str, value: str = "median_s", *, same_device: bool = True,
+                run_id: str = None) -> pd.DataFrame:
+    """Every point of another variant beside the `baseline` variant's same point (on the same device,
+    or anywhere on the machine): `baseline_<value>` and `gain` = baseline / this (above 1: faster)."""
+    data = latest(rows, run_id)
+    keys = ["machine_id", "config_id", "point", *(["device"] if same_device else [])]
+    base = data[data["variant"] == baseline][[*keys, value]].rename(columns={value: f"baseline_{value}"})
+    out = data[data["variant"] != baseline].merge(base, on=keys)
+    return out.assign(gain=out[f"baseline_{value}"] / out[value])
+
+
+def crossovers(frame: pd.DataFrame, x: str, by: list[str], value: str = "speedup") -> pd.DataFrame:
+    """Per group: the smallest `x` from which `value` is above 1 at every larger `x` measured (None when
+    it never is), with the range of `x` compared. Repeated figures at one `x` count by their median."""
+    out = []
+    for key, part in frame.groupby(by, dropna=False):
+        per_x = part.groupby(x)[value].median().sort_index()
+        wins = list(per_x > 1)
+        first = next((s for i, s in enumerate(per_x.index) if all(wins[i:])), None)
+        out.append({**dict(zip(by, key)), "crossover": first, "compared": len(per_x),
+                    "smallest": per_x.index[0], "largest": per_x.index[-1]})
+    return pd.DataFrame(out, columns=[*by, "crossover", "compared", "smallest", "largest"])
+
+
+# -- claims and verdicts --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    outcome: str
+    evidence: str
+    basis: str = ""      # what it rests on: "measured", "estimated", or "" when nothing was found
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a claim's check found: whether the claim holds, the figures that say so, and whether any of
+    them is extrapolated or fitted rather than measured."""
+    holds: bool
+    evidence: str
+    estimated: bool = False
+
+
+class NoFinding(Exception):
+    """A claim cannot be checked from these rows; `outcome` is NO_DATA or NEEDS_GPU."""
+    def __init__(self, outcome: str, reason: str):
+        super().__init__(reason)
+        self.outcome = outcome
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A write-up's claim: its text, the published figures it refers to (ids or figure names in
+    core/published.json), what reproducing it means, and the check that decides it from the rows and
+    those figures (returning a Finding, or raising NoFinding)."""
+    text: str
+    check: Callable[[pd.DataFrame, pd.DataFrame], Finding]
+    criterion: str = ""
+    figures: tuple[str, ...] = ()
+
+
+def evaluate(claim: Claim, rows: pd.DataFrame, published: pd.DataFrame) -> Verdict:
+    figures = referenced(claim, published)
+    stated = published_text(figures)
+    if ok(rows).empty:
+        return Verdict(claim.text, NO_DATA, _join("No measured results yet: run this experiment.", stated))
+    try:
+        found = claim.check(rows, figures)
+    except NoFinding as missing:
+        return Verdict(claim.text, missing.outcome, _join(str(missing), stated))
+    if found.estimated:
+        leaning = REPRODUCED if found.holds else NOT_REPRODUCED
+        evidence = f"Rests on an estimate, not a measurement: if it holds, the claim is {leaning}. {found.evidence}"
+        return Verdict(claim.text, ESTIMATED, _join(evidence, claim.criterion, stated), "estimated")
+    outcome = REPRODUCED if found.holds else NOT_REPRODUCED
+    return Verdict(claim.text, outcome, _join(found.evidence, claim.criterion, stated), "measured")
+
+
+def referenced(claim: Claim, published: pd.DataFrame) -> pd.DataFrame:
+    """The published rows a claim refers to; a reference that names nothing is a mistake in the claim."""
+    if not claim.figures:
+        return published.iloc[0:0]
+    chosen = published["id"].isin(claim.figures) | published["figure"].isin(claim.figures)
+    found = set(published.loc[chosen, "id"]) | set(published.loc[chosen, "figure"])
+    unknown = [f for f in claim.figures if f not in found]
+    if unknown:
+        raise KeyError(f"claim '{claim.text}' refers to unknown published figure(s) {unknown}")
+    return published[chosen]
+
+
+def published_text(figures: pd.DataFrame) -> str:
+    """'Published (source title): CPU 2.93 s (hardware), GPU 11.29 s (hardware).'"""
+    if figures.empty:
+        return ""
+    each = ", ".join(f"{r['device']} {_value(r)}{_qualifier(r)}" for _, r in figures.iterrows())
+    hardware = "; ".join(dict.fromkeys(figures["hardware"]))
+    return f"Published ({figures['source_title'].iloc[0]}; {hardware}): {each}."
+
+
+def require(found: pd.DataFrame, rows: pd.DataFrame, context: str = "") -> pd.DataFrame:
+    """`found` (pairs or points a claim needs), or NoFinding saying why there are none: no accelerator
+    results at all (needs a GPU), or none that fit the claim (no data yet)."""
+    if len(found):
+        return found
+    if not on_accelerator(ok(rows)).any():
+        raise NoFinding(NEEDS_GPU, _join("No GPU results on any machine yet: run this experiment on a machine "
+                                         "with a GPU (it times the CPU as well).", context))
+    raise NoFinding(NO_DATA, _join("No machine has measured what this claim needs on both its CPU and a GPU "
+                                   "with the same configuration yet.", context))
+
+
+def within_factor(measured: float, published: float, factor: float = 2.0) -> bool:
+    return published / factor <= measured <= published * factor
+
+
+def _value(row: pd.Series) -> str:
+    return f"{row['value']:g}x" if row["unit"] == "x" else f"{row['value']:g} {row['unit']}"
+
+
+def _qualifier(row: pd.Series) -> str:
+    params = {k: row[k] for k in ("batch_size", "log_every", "val", "size", "model", "variant")
+              if k in row and pd.notna(row[k])}
+    return f" ({', '.join(f'{k} {v:g}' if isinstance(v, float) else f'{k} {v}' for k, v in params.items())})" if params else ""
+
+
+def _join(*parts: str) -> str:
+    return " ".join(p.strip() for p in parts if p and p.strip())

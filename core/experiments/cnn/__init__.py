@@ -1,0 +1,3 @@
+from core.experiments.cnn.experiment import EXPERIMENT
+
+__all__ = ["EXPERIMENT"]

@@ -1,0 +1,3 @@
+from core.experiments.iris.experiment import EXPERIMENT
+
+__all__ = ["EXPERIMENT"]

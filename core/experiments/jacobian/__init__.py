@@ -1,0 +1,3 @@
+from core.experiments.jacobian.experiment import EXPERIMENT
+
+__all__ = ["EXPERIMENT"]

@@ -1,0 +1,3 @@
+from core.experiments.matmul.experiment import EXPERIMENT
+
+__all__ = ["EXPERIMENT"]

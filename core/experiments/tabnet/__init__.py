@@ -1,0 +1,3 @@
+from core.experiments.tabnet.experiment import EXPERIMENT
+
+__all__ = ["EXPERIMENT"]

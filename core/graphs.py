@@ -1,0 +1,77 @@
+"""CUDA graphs for the tuned variants: capture one training step and replay it, right on every GPU of
+a multi-GPU machine, checked, and with the eager step as the fallback.
+
+torch.cuda.graph() without `stream=` captures on a stream torch makes once per process on whichever GPU
+is current then: a later capture for another GPU records nothing and its replays do nothing. Here every
+capture runs inside torch.cuda.device(dev) on a side stream made for that device."""
+from typing import Callable, Iterable
+
+import torch
+
+from core import devices
+
+WARMUP_STEPS = 3  # eager steps on a side stream before capture, as the CUDA graphs notes require
+
+
+class GraphCaptureError(RuntimeError):
+    pass
+
+
+def capture(step: Callable[[], object], device: str, watched: Iterable[torch.Tensor],
+            warmup_steps: int = WARMUP_STEPS) -> Callable[[], None]:
+    """Capture `step` (which must read and write only tensors that stay in place) as a CUDA graph on
+    `device` and return its replay. The warm-up steps and one checking replay run `step`'s effect
+    several times: callers put their state back afterwards. Raises GraphCaptureError when capture
+    fails or the replay leaves `watched` (the parameters, say) unchanged."""
+    if devices.kind(device) != "cuda":
+        raise GraphCaptureError(f"CUDA graphs need a CUDA device, not {device}")
+    dev = torch.device(device)
+    watched = list(watched)
+    with torch.cuda.device(dev):
+        side = torch.cuda.Stream(dev)
+        side.wait_stream(torch.cuda.current_stream(dev))
+        with torch.cuda.stream(side):
+            for _ in range(warmup_steps):
+                step()
+        torch.cuda.current_stream(dev).wait_stream(side)
+        graph = _record(step, dev)
+
+    def replay() -> None:
+        with torch.cuda.device(dev):
+            graph.replay()
+
+    _check_replay(replay, watched, device)
+    return replay
+
+
+def _record(step: Callable[[], object], dev: torch.device) -> torch.cuda.CUDAGraph:
+    graph = torch.cuda.CUDAGraph()
+    previous = torch.cuda.current_stream(dev)
+    try:
+        with torch.cuda.graph(graph, stream=torch.cuda.Stream(dev)):
+            step()
+    except Exception as e:
+        raise GraphCaptureError(f"capture on {dev} failed: {type(e).__name__}: {e}") from e
+    finally:
+        torch.cuda.set_stream(previous)  # a failed capture leaves its stream current otherwise
+    return graph
+
+
+def _check_replay(replay: Callable[[], None], watched: list[torch.Tensor], device: str) -> None:
+    before = [t.detach().clone() for t in watched]
+    replay()
+    devices.synchronize(device)
+    if not any((t != b).any().item() for t, b in zip(watched, before)):
+        raise GraphCaptureError(f"the graph captured on {device} changed nothing when replayed")
+
+
+def replay_or_eager(step: Callable[[], object], device: str, watched: Iterable[torch.Tensor],
+                    enabled: bool = True) -> tuple[Callable[[], object], str | None]:
+    """The captured step on CUDA (when `enabled`), else `step` itself; with the capture error, when
+    capture was tried and failed, for the record."""
+    if not enabled or devices.kind(device) != "cuda":
+        return step, None
+    try:
+        return capture(step, device, watched), None
+    except GraphCaptureError as e:
+        return step, str(e)[:300]
