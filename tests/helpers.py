@@ -1,5 +1,6 @@
 """Shared helpers for the tests: rendering app scripts, hand-made rows frames, smoke runs."""
 import json
+import time
 
 import pandas as pd
 from streamlit.testing.v1 import AppTest
@@ -39,3 +40,14 @@ def smoke_record(name: str, device_names=("cpu",), preset: str = "smoke", **over
 def smoke_rows(name: str, device_names=("cpu",), preset: str = "smoke", **overrides) -> pd.DataFrame:
     smoke_record(name, device_names, preset, **overrides)
     return results.rows_frame(results.load_records(), name)
+
+
+def wait_for(condition, timeout=60.0):
+    """Poll `condition` until it returns something true (returned), or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting")

@@ -124,7 +124,7 @@ class Experiment:
 
     # -- what the page shows: the package's analysis, charts and prose ---------------------------
     def _part(self, name: str):
-        return importlib.import_module(f"{type(self).__module__.rpartition('.')[0]}.{name}")
+        return importlib.import_module(f"{sys.modules[type(self).__module__].__package__}.{name}")
 
     def verdicts(self, rows: pd.DataFrame, published: pd.DataFrame) -> list:
         from core.analysis import evaluate

@@ -3,10 +3,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import experiments, jobs, results, runner, settings
-from core.results import RecordWriter
-from tests.helpers import render
-from tests.unit.test_jobs import wait_for
+from core import experiments, jobs, results, settings
+from tests.helpers import render, smoke_record, wait_for
 
 PAGES = sorted((settings.APP_ROOT / "pages").glob("*.py"))
 
@@ -16,9 +14,7 @@ def app(path="pages/matmul.py") -> AppTest:
 
 
 def smoke_matmul_record():
-    exp = experiments.get("matmul")
-    config = exp.config("smoke")
-    runner.run(exp, config, ["cpu"], RecordWriter("matmul", "smoke", config, ["cpu"]))
+    smoke_record("matmul")
 
 
 def test_router_opens_on_the_overview_with_the_sidebar():

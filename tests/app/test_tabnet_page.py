@@ -1,21 +1,13 @@
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
-from core import runner
-from core.experiments import tabnet
-from core.results import RecordWriter
-from tests.helpers import page_text, render
-
-EXP = tabnet.EXPERIMENT
-
+from tests.helpers import page_text, render, smoke_record
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def page() -> AppTest:
     return render("pages/tabnet.py")
-
 
 
 def test_page_without_results_explains_and_offers_a_run():
@@ -27,8 +19,7 @@ def test_page_without_results_explains_and_offers_a_run():
 
 
 def test_page_with_a_cpu_run_shows_charts_tables_and_asks_for_a_gpu():
-    config = EXP.config("smoke", {"batch_sizes": (256,), "rows": 512})
-    assert runner.run(EXP, config, ["cpu"], RecordWriter("tabnet", "smoke", config, ["cpu"])) == "complete"
+    assert smoke_record("tabnet", batch_sizes=(256,), rows=512)["status"] == "complete"
     at = page()
     assert not at.exception
     assert len(at.get("vega_lite_chart")) == 4

@@ -1,6 +1,10 @@
 import json
+import os
+import platform
 import subprocess
 import sys
+
+import pytest
 
 from core import results, settings
 from core.cli import main
@@ -46,3 +50,29 @@ def test_read_only_refuses_to_run(capsys, results_dir, monkeypatch):
     assert main(["run", "matmul", "--preset", "smoke"]) == 2
     assert "read-only" in capsys.readouterr().err
     assert not list(results_dir.glob("*/*.json"))
+
+
+def test_variants_that_leave_no_point_on_the_devices_are_an_error(capsys, results_dir):
+    assert main(["run", "matmul", "--device", "cpu", "--preset", "smoke", "--set", "variants=torch resident"]) == 2
+    err = capsys.readouterr().err
+    assert "variants: no point to measure: cpu cannot run torch resident (it runs numpy, torch cpu)" in err
+    assert not list(results_dir.glob("*/*.json"))
+
+
+def test_the_checked_configuration_travels_as_json(capsys, results_dir):
+    config = json.dumps({"sizes": [8, 16], "variants": ["numpy"]})
+    assert main(["run", "matmul", "--device", "cpu", "--preset", "smoke", "--config-json", config]) == 0
+    [record] = results.load_records(results_dir)
+    assert record["config"]["sizes"] == [8, 16] and record["config"]["variants"] == ["numpy"]
+    assert main(["run", "matmul", "--config-json", "{not json"]) == 2
+    assert "--config-json: not JSON" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the malloc setting is glibc's")
+def test_a_run_from_the_shell_runs_with_the_malloc_setting(results_dir):
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    subprocess.run([sys.executable, "-m", "core", "run", "matmul", "--device", "cpu", "--preset", "smoke",
+                    "--set", "sizes=8", "--set", "variants=numpy"], cwd=settings.APP_ROOT, env=env, check=True,
+                   capture_output=True, timeout=300)
+    [record] = results.load_records(results_dir)
+    assert record["environment"]["MALLOC_MMAP_THRESHOLD_"] == "65536"

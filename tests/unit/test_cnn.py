@@ -1,21 +1,28 @@
+import pandas as pd
 import pytest
 import torch
 
-from core import cli, results
-from core.charts.cnn import charts
-from core.experiments.cnn import (AS_WRITTEN, EXPERIMENT, TUNED, crossovers, per_batch, plan, speedups,
-                                  variant_gains, verdicts)
-from core.models.cnn import (MODELS, TRAINERS, BaseModel, GruRegressor, MnistNet, Tuned, build, sequences,
-                             synthetic_images, validation_loss, weights_checksum)
+from core import cli, devices, graphs, published, results
+from core.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.experiments.cnn import analysis, charts, model as cnn_model
+from core.experiments.cnn.experiment import AS_WRITTEN, EXPERIMENT, TUNED, plan
+from core.experiments.cnn.model import (MODELS, TRAINERS, BaseModel, GruRegressor, MnistNet, Tuned, build,
+                                        sequences, synthetic_images, validation_loss, weights_checksum)
+from core.experiments.base import Point, RunState
 from core.params import ConfigError
 from core.results import RecordWriter
 from core.runner import run
-from core.verdicts import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from tests.helpers import hand_rows
 
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a CUDA GPU")
-
+CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
+needs_cuda = pytest.mark.skipif(not CUDA_DEVICES, reason="CUDA graph capture needs a CUDA GPU")
+PARAMS = ("model", "batch_size", "rows")
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def verdicts(rows: pd.DataFrame) -> list:
+    return EXPERIMENT.verdicts(rows, published.load("cnn"))
 
 
 # -- models and data ------------------------------------------------------------------------------
@@ -64,26 +71,59 @@ def test_both_variants_reduce_the_loss_from_the_same_starting_weights(model, var
         trainer.epoch()
     assert validation_loss(net, loss, x, y, "cpu") < before
     assert isinstance(trainer.train_loss(), float) and trainer.train_loss() < before * 2
-    assert not trainer.graphed
+    assert not trainer.graphed and trainer.graph_error is None
 
 
 def test_tuned_on_the_cpu_uses_the_fused_optimizer_and_no_graph():
     x, y = _learnable("cnn1d")
     trainer = Tuned(build("cnn1d", 0), MODELS["cnn1d"].loss, x, y, 64, "cpu", 0, 1e-3, cuda_graph=True)
-    assert trainer.fused and not trainer.graphed and trainer.steps == 4
+    assert trainer.fused and not trainer.graphed and trainer.graph_error is None and trainer.steps == 4
+
+
+def _failing_capture(step, device, watched, enabled=True):
+    """What core.graphs does when capture fails after its warm-up steps: the eager step, and why."""
+    for _ in range(graphs.WARMUP_STEPS + 1):
+        step()
+    return step, "capture on cuda:0 failed: RuntimeError: simulated"
+
+
+def test_a_failed_capture_falls_back_to_the_eager_step_from_the_start_weights(monkeypatch):
+    monkeypatch.setattr(cnn_model.graphs, "replay_or_eager", _failing_capture)
+    x, y = _learnable("cnn1d")
+    net = build("cnn1d", 0)
+    trainer = Tuned(net, MODELS["cnn1d"].loss, x, y, 32, "cpu", 0, 3e-3, cuda_graph=True)
+    assert not trainer.graphed and trainer.graph_error.endswith("simulated")
+    assert weights_checksum(net) == weights_checksum(build("cnn1d", 0))  # the warm-up steps were undone
+    assert all(not torch.is_tensor(v) or not v.any() for s in trainer.optimizer.state.values() for v in s.values())
+    before = validation_loss(net, MODELS["cnn1d"].loss, x, y, "cpu")
+    for _ in range(4):
+        trainer.epoch()
+    assert validation_loss(net, MODELS["cnn1d"].loss, x, y, "cpu") < before
+
+
+def test_the_workload_records_the_capture_error(monkeypatch):
+    monkeypatch.setattr(cnn_model.graphs, "replay_or_eager", _failing_capture)
+    config = EXPERIMENT.config("smoke", {"models": ("cnn1d",)})
+    point = Point("cpu", TUNED, {"model": "cnn1d", "batch_size": 64, "rows": 128})
+    work = EXPERIMENT.workload(point, config, RunState())
+    assert (work.unit, work.per_call, work.warmup, work.repeats) == ("epoch", 1, 1, config["epochs"])
+    assert work.metrics["cuda_graph"] is False and work.metrics["cuda_graph_error"].endswith("simulated")
+    assert work.metrics["init_weights_checksum"] == weights_checksum(build("cnn1d", config["seed"]))
 
 
 @needs_cuda
-def test_tuned_on_cuda_replays_a_graph_from_the_start_weights_and_learns():
+@pytest.mark.parametrize("device", CUDA_DEVICES or ["cuda:0"])
+def test_tuned_on_cuda_replays_a_graph_from_the_start_weights_and_learns(device):
     x, y = _learnable("cnn1d")
-    net = build("cnn1d", 0).to("cuda")
-    trainer = Tuned(net, MODELS["cnn1d"].loss, x, y, 32, "cuda", 0, 3e-3, cuda_graph=True)
-    assert trainer.graphed
+    net = build("cnn1d", 0).to(device)
+    trainer = Tuned(net, MODELS["cnn1d"].loss, x, y, 32, device, 0, 3e-3, cuda_graph=True)
+    assert trainer.graphed and trainer.graph_error is None
     assert weights_checksum(net) == pytest.approx(weights_checksum(build("cnn1d", 0)), rel=1e-6)
-    before = validation_loss(net, MODELS["cnn1d"].loss, x, y, "cuda")
+    before = validation_loss(net, MODELS["cnn1d"].loss, x, y, device)
     for _ in range(4):
         trainer.epoch()
-    assert validation_loss(net, MODELS["cnn1d"].loss, x, y, "cuda") < before
+    assert validation_loss(net, MODELS["cnn1d"].loss, x, y, device) < before
+    assert 0 < trainer.train_loss() < before * 2
 
 
 # -- configuration ----------------------------------------------------------------------------------
@@ -131,56 +171,76 @@ def test_cli_refuses_bad_requests_before_any_work(args, results_dir, capsys):
 
 # -- a real smoke run -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def smoke_rows(tmp_path_factory):
+def smoke_record(tmp_path_factory):
     config = EXPERIMENT.config("smoke")
     writer = RecordWriter("cnn", "smoke", config, ["cpu"], results_dir=tmp_path_factory.mktemp("results"))
     assert run(EXPERIMENT, config, ["cpu"], writer) == "complete"
-    return results.rows_frame([writer.record], "cnn")
+    return writer.record
+
+
+@pytest.fixture(scope="module")
+def smoke_rows(smoke_record):
+    return results.rows_frame([smoke_record], "cnn")
+
+
+def test_the_warm_up_epoch_is_timed_apart_as_the_first_epoch(smoke_record):
+    for row in smoke_record["rows"]:
+        assert len(row["warmup_samples"]) == 1 and not row["cold"]
+        assert row["metrics"]["first_epoch_s"] == row["warmup_samples"][0]
 
 
 def test_smoke_run_measures_every_point_with_its_losses(smoke_rows):
+    epochs = EXPERIMENT.config("smoke")["epochs"]
     assert (smoke_rows["point_status"] == "ok").all()
     assert set(smoke_rows["model"]) == set(MODELS) and set(smoke_rows["variant"]) == {AS_WRITTEN, TUNED}
+    assert set(smoke_rows["per_sample"]) == {"one epoch"} and (smoke_rows["n"] == epochs).all()
     assert (smoke_rows["seconds_10_epochs"] == 10 * smoke_rows["median_s"]).all()
     assert (smoke_rows["step_s"] * smoke_rows["steps_per_epoch"] - smoke_rows["median_s"]).abs().max() < 1e-12
     assert smoke_rows[["train_loss_final", "val_loss_initial", "val_loss_final", "first_epoch_s"]].notna().all().all()
+    assert not smoke_rows["cuda_graph"].any() and smoke_rows["cuda_graph_error"].isna().all()
     same_start = smoke_rows.groupby(["model", "batch_size", "rows"])["init_weights_checksum"].nunique()
     assert (same_start == 1).all()
 
 
 def test_cpu_only_analysis_has_gains_but_no_gpu_figures(smoke_rows):
-    assert len(variant_gains(smoke_rows)) == len(smoke_rows) // 2
-    assert speedups(smoke_rows).empty and crossovers(smoke_rows).empty
-    projected = per_batch(smoke_rows)
+    gains = analysis.variant_gains(smoke_rows)
+    assert len(gains) == len(smoke_rows) // 2 and (gains["tuned_speedup"] > 0).all()
+    assert analysis.speedup_table(smoke_rows).empty and analysis.data_size_crossovers(smoke_rows).empty
+    projected = analysis.per_batch(smoke_rows)
     cnn = projected[projected["model"] == "cnn1d"]
     assert (cnn["projected_s_10_epochs"] > 0).all() and projected.loc[projected["model"] == "gru", "projected_s_10_epochs"].isna().all()
-    assert {v.outcome for v in verdicts(smoke_rows, results.load_published("cnn"))} == {NEEDS_GPU}
+    assert {v.outcome for v in verdicts(smoke_rows)} == {NEEDS_GPU}
 
 
-def test_charts_build_from_a_cpu_run(smoke_rows):
-    built = charts(smoke_rows, results.load_published("cnn"))
-    assert len(built) == 5 and all(isinstance(c.to_dict(), dict) for c in built)
+def _chart_values(chart) -> list[dict]:
+    return [v for values in chart.to_dict()["datasets"].values() for v in values]
 
 
-# -- analysis over a GPU machine's records ----------------------------------------------------------
-def fake_record(cpu_s: dict, gpu_s: dict, run_id: str = "cnn-fake-gpu") -> dict:
-    """A record from an imaginary GPU machine: median epoch seconds per (model, batch, rows) on each
+def test_charts_from_a_cpu_run_show_its_series_beside_the_published_ones(smoke_rows):
+    ten_epochs, by_batch, data_size, step_time, by_model = charts.charts(smoke_rows, published.load("cnn"))
+    series = {v["series"] for v in _chart_values(ten_epochs)}
+    assert {"published · GPU", "published · CPU"} <= series
+    assert any(s.startswith(f"{AS_WRITTEN} · cpu") for s in series)
+    assert {v["series"] for v in _chart_values(by_batch)} == {"published"}  # no GPU: only the write-up's dots
+    swept = {v["rows"] for v in _chart_values(data_size)}
+    assert set(EXPERIMENT.config("smoke")["size_rows"]) <= swept
+    assert {v["model"] for v in _chart_values(step_time)} == set(MODELS)
+    assert {v["model"] for v in _chart_values(by_model)} == set(charts.MODEL_LABELS.values())
+
+
+# -- analysis over a GPU machine's rows -------------------------------------------------------------
+def gpu_machine(cpu_s: dict, gpu_s: dict) -> pd.DataFrame:
+    """Rows from an imaginary GPU machine: median epoch seconds per (model, batch, rows) on each
     device, both variants (tuned twice as fast)."""
-    rows = []
+    entries = []
     for device, table in (("cpu", cpu_s), ("cuda:0", gpu_s)):
         for (model, batch, n), seconds in table.items():
             for variant, factor in ((AS_WRITTEN, 1.0), (TUNED, 0.5)):
                 steps = n // batch
-                metrics = {"step_s": seconds * factor / steps, "steps_per_epoch": steps,
-                           "seconds_10_epochs": 10 * seconds * factor}
-                rows.append({"device": device, "variant": variant, "status": "ok", "median": seconds * factor,
-                             "iqr": 0.0, "noisy": False, "samples": [seconds * factor],
-                             "params": {"model": model, "batch_size": batch, "rows": n}, "metrics": metrics})
-    fingerprint = {"cpu_model": "Fake CPU", "cpu_logical_cores": 8, "machine_id": "fake-gpu-machine",
-                   "gpus": [{"device": "cuda:0", "name": "Fake GPU"}]}
-    return {"schema": results.SCHEMA_VERSION, "run_id": run_id, "experiment": "cnn", "preset": "quick",
-            "status": "complete", "machine_id": "fake-gpu-machine", "fingerprint": fingerprint, "rows": rows,
-            "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:01:00+00:00", "planned_points": len(rows)}
+                entries.append({"device": device, "variant": variant, "model": model, "batch_size": batch,
+                                "rows": n, "median_s": seconds * factor, "step_s": seconds * factor / steps,
+                                "steps_per_epoch": steps, "seconds_10_epochs": 10 * seconds * factor})
+    return hand_rows(entries, PARAMS)
 
 
 BIG = 262144  # above the write-up's "small data" (1e3 to 1e5 rows)
@@ -190,40 +250,71 @@ GPU_TIMES = {("cnn1d", 16, BIG): 3.0, ("cnn1d", 512, BIG): 0.8, ("cnn1d", 512, 1
              ("cnn1d", 512, 4096): 0.4, ("mnist", 64, 2048): 1.0, ("gru", 64, 8192): 0.5}
 
 
-def test_gpu_records_give_speedups_crossovers_and_reproduced_verdicts():
-    rows = results.rows_frame([fake_record(CPU_TIMES, GPU_TIMES)], "cnn")
-    sp = speedups(rows)
+def test_gpu_rows_give_speedups_crossovers_and_reproduced_verdicts():
+    rows = gpu_machine(CPU_TIMES, GPU_TIMES)
+    sp = analysis.speedup_table(rows)
     assert len(sp) == 2 * len(CPU_TIMES)
     assert sp.set_index(["variant", "model"]).loc[(AS_WRITTEN, "gru"), "speedup"] == pytest.approx(100)
-    cross = crossovers(rows)
+    cross = analysis.data_size_crossovers(rows)
     assert list(cross["crossover_rows"]) == [BIG, BIG]  # batch 512 only: batch 16 has one size
-    outcomes = [v.outcome for v in verdicts(rows, results.load_published("cnn"))]
-    assert outcomes == [REPRODUCED] * 4
+    assert list(cross["rows_compared"]) == ["1,024 to 262,144 (3 sizes)"] * 2
+    found = verdicts(rows)
+    assert [v.outcome for v in found] == [REPRODUCED] * 4
+    assert all(v.basis == "measured" for v in found)
+
+
+def test_tuned_gain_is_as_written_over_tuned_on_the_same_device():
+    gains = analysis.variant_gains(gpu_machine(CPU_TIMES, GPU_TIMES))
+    assert len(gains) == 2 * len(CPU_TIMES) and (gains["tuned_speedup"] == pytest.approx(2.0))
 
 
 def test_verdicts_fail_when_the_gpu_wins_everywhere_by_little():
     gpu = {key: seconds / 1.5 for key, seconds in CPU_TIMES.items()}
-    rows = results.rows_frame([fake_record(CPU_TIMES, gpu)], "cnn")
-    small, modest, gru, two_d = verdicts(rows, results.load_published("cnn"))
+    small, modest, gru, two_d = verdicts(gpu_machine(CPU_TIMES, gpu))
     assert (small.outcome, modest.outcome, gru.outcome, two_d.outcome) == (NOT_REPRODUCED, REPRODUCED,
                                                                            NOT_REPRODUCED, NOT_REPRODUCED)
+    assert "1.50x at batch 16" in modest.evidence and "1.5x" in gru.evidence
+
+
+def test_claims_quote_the_published_figures_from_published_json():
+    gru_gain = published.entry("gru-gain.gpu.gru")["value"]
+    batch16 = published.load("cnn").set_index("id").loc["cnn-10-epochs.cpu.batch_size16", "value"]
+    gru = verdicts(gpu_machine(CPU_TIMES, GPU_TIMES))[2]
+    assert f"about {gru_gain:g}x" in gru.claim and f"published about {gru_gain:g}x" in gru.evidence
+    assert f"{batch16:g} s" in EXPERIMENT.about()["Claim"] and f"{gru_gain:g}x" in EXPERIMENT.about()["Claim"]
 
 
 def test_small_data_verdict_needs_small_points_measured_on_both_devices():
     big_only = {key: seconds for key, seconds in CPU_TIMES.items() if key[2] > 100_000 or key[0] != "cnn1d"}
-    rows = results.rows_frame([fake_record(big_only, big_only)], "cnn")
-    assert verdicts(rows, results.load_published("cnn"))[0].outcome == NO_DATA
+    small = verdicts(gpu_machine(big_only, big_only))[0]
+    assert small.outcome == NO_DATA and "at most 100,000 rows" in small.evidence
+
+
+def test_a_model_never_run_is_no_data_with_the_way_to_run_it():
+    cnn_only = {key: seconds for key, seconds in CPU_TIMES.items() if key[0] == "cnn1d"}
+    small, modest, gru, two_d = verdicts(gpu_machine(cnn_only, cnn_only))
+    assert (small.outcome, modest.outcome) == (NOT_REPRODUCED, NOT_REPRODUCED)  # speedup 1: neither claim holds
+    assert gru.outcome == NO_DATA and "models=gru" in gru.evidence
+    assert two_d.outcome == NO_DATA and "models=cnn1d,mnist" in two_d.evidence
+
+
+def test_pairs_are_only_made_within_one_configuration():
+    rows = gpu_machine(CPU_TIMES, GPU_TIMES)
+    rows.loc[rows["device"] == "cpu", "config_id"] = "another"
+    assert analysis.speedup_table(rows).empty
+    assert {v.outcome for v in verdicts(rows)} == {NO_DATA}
 
 
 def test_verdicts_without_records_say_no_data():
     empty = results.rows_frame([], "cnn")
-    assert {v.outcome for v in verdicts(empty, results.load_published("cnn"))} == {NO_DATA}
+    assert {v.outcome for v in verdicts(empty)} == {NO_DATA}
+    assert all(table.empty for table in EXPERIMENT.tables(empty).values())
 
 
 def test_charts_show_gpu_and_published_series():
-    rows = results.rows_frame([fake_record(CPU_TIMES, GPU_TIMES)], "cnn")
-    built = charts(rows, results.load_published("cnn"))
-    first = built[0].to_dict()
-    values = next(iter(first["datasets"].values()))
-    assert {"published · GPU", "published · CPU"} <= {v["series"] for v in values}
-    assert any(v["series"].startswith("tuned · cuda:0") for v in values)
+    ten_epochs, by_batch, *_ = charts.charts(gpu_machine(CPU_TIMES, GPU_TIMES), published.load("cnn"))
+    series = {v["series"] for v in _chart_values(ten_epochs)}
+    assert {"published · GPU", "published · CPU"} <= series
+    assert any(s.startswith(f"{TUNED} · cuda:0") for s in series)
+    speedups = {(v["series"].split(" · ")[0], v["batch_size"]) for v in _chart_values(by_batch)}
+    assert {(AS_WRITTEN, 16), (TUNED, 512), ("published", 4096)} <= speedups

@@ -1,20 +1,12 @@
-import time
+import platform
 
 import pytest
 
 from core import jobs, results, runlock, settings
+from core.params import ConfigError
+from tests.helpers import wait_for
 
 SLOW = {"sizes": (16,) * 40, "repeats": 5, "block_seconds": 0.02, "variants": ("numpy",)}
-
-
-def wait_for(condition, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting")
 
 
 def test_background_smoke_run_end_to_end(results_dir):
@@ -25,6 +17,15 @@ def test_background_smoke_run_end_to_end(results_dir):
     assert record["status"] == "complete"
     assert len(record["rows"]) == record["planned_points"] == 3
     assert "complete" in jobs.log_tail(info["run_id"])
+    assert record["config"]["variants"] == ["numpy"]  # the checked configuration, passed as JSON
+    if platform.libc_ver()[0] == "glibc":
+        assert record["environment"]["MALLOC_MMAP_THRESHOLD_"] == "65536"
+
+
+def test_a_choice_of_variants_that_leaves_nothing_to_run_is_refused_before_anything_starts(results_dir):
+    with pytest.raises(ConfigError, match="cpu cannot run h2d pinned"):
+        jobs.start("matmul", ["cpu"], "smoke", {"variants": ("h2d pinned",)})
+    assert jobs.current() is None and not list(results_dir.glob("*/*.json"))
 
 
 def test_one_run_at_a_time_and_cancel_keeps_finished_points(results_dir):

@@ -2,16 +2,17 @@ import math
 
 import pandas as pd
 import pytest
-import torch
 
-from core import results, runner
-from core.charts import tabnet as tabnet_charts
-from core.experiments import tabnet
+from core import devices, published, results, runner, timing
+from core.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.experiments.base import Point, RunState
+from core.experiments.tabnet import analysis, charts as tabnet_charts, experiment as tabnet
 from core.params import ConfigError
 from core.results import RecordWriter
-from core.verdicts import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from tests.helpers import hand_rows
 
 EXP = tabnet.EXPERIMENT
+CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -19,11 +20,20 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def smoke_rows(tmp_path_factory):
+    """One smoke run for the module (four fits): its own folder, as the per-test results folder is
+    made afresh for every test."""
     folder = tmp_path_factory.mktemp("tabnet-results")
     config = EXP.config("smoke")
     assert runner.run(EXP, config, ["cpu"], RecordWriter("tabnet", "smoke", config, ["cpu"], results_dir=folder)) \
         == "complete"
     return results.rows_frame(results.load_records(folder), "tabnet")
+
+
+def timed_fit(device: str, variant: str, batch_size: int, config: dict) -> tuple[tabnet.TimedFit, dict]:
+    """One point's workload timed by the runner's timer: the fit (its epochs) and the row's metrics."""
+    workload = EXP.workload(Point(device, variant, {"batch_size": batch_size}), config, RunState())
+    measurement = RunState.time(workload, device)
+    return workload.call, workload.metrics | workload.finish(measurement)
 
 
 @pytest.mark.parametrize("overrides, field", [
@@ -66,38 +76,55 @@ def test_fit_options_keep_the_library_defaults_as_written_and_tune_for_the_devic
     assert (tuned_gpu["virtual_batch_size"], tuned_gpu["num_workers"], tuned_gpu["pin_memory"]) == (1024, 3, True)
 
 
+def test_a_point_is_one_hooked_workload_whose_samples_are_epochs():
+    config = EXP.config("smoke")
+    workload = EXP.workload(Point("cpu", tabnet.TUNED, {"batch_size": 512}), config, RunState())
+    assert (workload.unit, workload.per_call, workload.hooks) == ("epoch", 1, True)
+    assert workload.metrics == {"rows": config["rows"], "virtual_batch_size": 512, "num_workers": 0,
+                                "pin_memory": False, "drop_last": True, "compute_importance": False}
+
+
 def test_epoch_timer_splits_each_epoch_into_loader_steps_and_evaluation():
-    timer = tabnet.EpochTimer("cpu")
-    ticks = iter([0.0, 1.0, 1.5, 3.5, 4.0, 6.0, 7.0, 10.0])
-    timer.read = lambda: next(ticks)
-    timer.on_train_begin()                       # 0.0
+    watch = timing.Stopwatch("cpu")
+    ticks = iter([0.0, 0.5, 1.0, 1.5, 3.5, 4.0, 6.0, 7.0, 7.5, 10.0])
+    watch.read = lambda: next(ticks)
+    timer = tabnet.EpochTimer(watch)
+    watch.start()                                # 0.0: fit is called
+    timer.on_train_begin()                       # 0.5: setup 0.5
     timer.on_epoch_begin(0)                      # 1.0
     for batch in range(2):
         timer.on_batch_begin(batch)              # 1.5, 4.0: loader 0.5 + 0.5
         timer.on_batch_end(batch, {})            # 3.5, 6.0: steps 2.0 + 2.0
     timer.on_epoch_end(0)                        # 7.0: evaluation 1.0
-    timer.on_train_end()                         # 10.0
+    timer.on_train_end()                         # 7.5
+    watch.lap("importance")                      # 10.0: fit returned, importance 2.5
     assert timer.epochs == [{"loader_s": 1.0, "steps_s": 4.0, "eval_s": 1.0, "batches": 2}]
-    assert (timer.train_begin, timer.train_end) == (0.0, 10.0)
+    assert watch.samples == [5.0]                # one epoch: loader wait + steps
+    assert (watch.total("setup"), watch.total("importance")) == (0.5, 2.5)
 
 
 def test_the_library_calls_our_callback_once_per_epoch_and_batch():
     config = EXP.config("smoke", {"rows": 1024, "epochs": 3})
-    fit = tabnet.fit_and_time("cpu", config, tabnet.fit_options(tabnet.AS_WRITTEN, 256, "cpu", config))
-    assert len(fit["epochs"]) == 3 and [e["batches"] for e in fit["epochs"]] == [4, 4, 4]
-    assert all(e[k] >= 0 for e in fit["epochs"] for k in ("loader_s", "steps_s", "eval_s"))
-    assert fit["setup_s"] >= 0 and fit["importance_s"] >= 0 and len(fit["loss"]) == len(fit["eval_mse"]) == 3
-    epochs = sum(e["loader_s"] + e["steps_s"] + e["eval_s"] for e in fit["epochs"])
-    parts = fit["setup_s"] + fit["importance_s"] + epochs
-    assert parts == pytest.approx(fit["fit_s"], rel=0.05)
+    fit, metrics = timed_fit("cpu", tabnet.AS_WRITTEN, 256, config)
+    assert [e["batches"] for e in fit.epochs] == [4, 4, 4] and metrics["batches_per_epoch"] == 4
+    assert metrics["epochs_run"] == len(metrics["epoch_train_s"]) == len(metrics["epoch_eval_s"]) == 3
+    assert all(e[k] >= 0 for e in fit.epochs for k in ("loader_s", "steps_s", "eval_s"))
+    assert metrics["setup_s"] >= 0 and metrics["importance_s"] >= 0
+    assert len(metrics["loss_curve"]) == 3 and metrics["final_train_loss"] == metrics["loss_curve"][-1]
+    assert metrics["epoch_train_s"] == [e["loader_s"] + e["steps_s"] for e in fit.epochs]
+    epochs = sum(metrics["epoch_train_s"]) + metrics["evaluation_s"]
+    parts = metrics["setup_s"] + metrics["importance_s"] + epochs
+    assert parts == pytest.approx(metrics["fit_s"], rel=0.05)
 
 
 def test_smoke_run_records_both_variants_with_every_part_and_comparable_losses(smoke_rows):
     config = EXP.config("smoke")
     assert len(smoke_rows) == 4 and (smoke_rows["point_status"] == "ok").all()
     assert set(smoke_rows["variant"]) == {tabnet.AS_WRITTEN, tabnet.TUNED}
+    assert set(smoke_rows["per_sample"]) == {"one epoch"}
     for _, row in smoke_rows.iterrows():
         assert row["epochs_run"] == len(row["samples_s"]) == len(row["loss_curve"]) == config["epochs"]
+        assert row["epoch_train_s"] == row["samples_s"]
         assert row["batches_per_epoch"] == config["rows"] // row["batch_size"]
         assert row["compute_importance"] == (row["variant"] == tabnet.AS_WRITTEN)
         assert all(row[f"{part}_s"] >= 0 for part in tabnet.PARTS)
@@ -109,58 +136,74 @@ def test_smoke_run_records_both_variants_with_every_part_and_comparable_losses(s
 
 def test_same_seed_same_weights_same_losses():
     config = EXP.config("smoke", {"rows": 512, "epochs": 2})
-    options = tabnet.fit_options(tabnet.TUNED, 256, "cpu", config)
-    assert tabnet.fit_and_time("cpu", config, options)["loss"] == tabnet.fit_and_time("cpu", config, options)["loss"]
+    first, second = (timed_fit("cpu", tabnet.TUNED, 256, config)[1] for _ in range(2))
+    assert first["loss_curve"] == second["loss_curve"]
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_cpu_and_gpu_fits_start_alike_and_train_comparably():
+@pytest.mark.skipif(not CUDA_DEVICES, reason="needs a CUDA device")
+@pytest.mark.parametrize("device", CUDA_DEVICES or ["cuda:0"])
+def test_cpu_and_gpu_fits_start_alike_and_train_comparably(device):
     config = EXP.config("smoke", {"rows": 1024, "epochs": 2})
-    cpu = tabnet.fit_and_time("cpu", config, tabnet.fit_options(tabnet.TUNED, 256, "cpu", config))
-    gpu = tabnet.fit_and_time("cuda:0", config, tabnet.fit_options(tabnet.TUNED, 256, "cuda:0", config))
-    assert gpu["loss"] == pytest.approx(cpu["loss"], abs=0.05)
+    cpu = timed_fit("cpu", tabnet.TUNED, 256, config)[1]
+    gpu = timed_fit(device, tabnet.TUNED, 256, config)[1]
+    assert gpu["loss_curve"] == pytest.approx(cpu["loss_curve"], abs=0.05)
 
 
-def _rows(times: dict) -> pd.DataFrame:
-    """{(variant, device): {batch_size: seconds per epoch}} as one run's rows."""
-    return pd.DataFrame([{"run_id": "r1", "machine": "m", "machine_id": "m-1", "device": device,
-                          "device_name": device, "variant": variant, "batch_size": b, "median_s": t,
-                          "point_status": "ok"}
-                         for (variant, device), by_size in times.items() for b, t in by_size.items()])
+def _rows(times: dict, **run) -> pd.DataFrame:
+    """{(variant, device): {batch_size: seconds per epoch}} as the rows of one run (overridden by `run`)."""
+    return hand_rows([{"device": device, "variant": variant, "batch_size": b, "median_s": t, **run}
+                      for (variant, device), by_size in times.items() for b, t in by_size.items()], ("batch_size",))
 
 
-def test_speedups_pair_cpu_and_gpu_of_one_run_and_the_published_ratios():
-    rows = _rows({(tabnet.AS_WRITTEN, "cpu"): {128: 2.0, 4096: 4.0},
-                  (tabnet.AS_WRITTEN, "cuda:0"): {128: 2.0, 4096: 2.0}})
-    found = tabnet.speedups(rows).set_index("batch_size")["speedup"]
-    assert found.to_dict() == {128: 1.0, 4096: 2.0}
-    theirs = tabnet.published_speedups(results.load_published("tabnet")).set_index("batch_size")["speedup"]
-    assert theirs[128] == pytest.approx(1893 / 1947) and theirs[4096] == pytest.approx(405 / 252)
+def _published_ratio(batch_size: int) -> float:
+    cpu, gpu = (published.entry(f"tabnet-10-epochs.{d}.batch_size{batch_size}")["value"] for d in ("cpu", "gpu"))
+    return cpu / gpu
+
+
+def test_ratios_pair_cpu_and_gpu_of_one_machine_and_configuration_and_the_published_ratios():
+    cpu_run = _rows({(tabnet.AS_WRITTEN, "cpu"): {128: 2.0, 4096: 4.0}}, run_id="r-cpu")
+    gpu_run = _rows({(tabnet.AS_WRITTEN, "cuda:0"): {128: 2.0, 4096: 2.0}}, run_id="r-gpu")
+    other_config = _rows({(tabnet.AS_WRITTEN, "cuda:0"): {128: 0.1}}, run_id="r-other", config_id="c2")
+    found = analysis.cpu_over_gpu(pd.concat([cpu_run, gpu_run, other_config]))
+    assert found.set_index("batch_size")["speedup"].to_dict() == {128: 1.0, 4096: 2.0}
+    assert set(found[["cpu_s", "gpu_s"]].itertuples(index=False, name=None)) == {(2.0, 2.0), (4.0, 2.0)}
+    theirs = analysis.published_cpu_over_gpu(published.load("tabnet")).set_index("batch_size")["speedup"]
+    assert theirs.to_dict() == pytest.approx({b: _published_ratio(b) for b in (128, 512, 1024, 4096)})
 
 
 def test_verdicts_come_from_the_records():
-    published = results.load_published("tabnet")
+    figures = published.load("tabnet")
     empty = results.rows_frame([], "tabnet")
-    assert [v.outcome for v in tabnet.verdicts(empty, published)] == [NO_DATA, NO_DATA]
+    assert [v.outcome for v in EXP.verdicts(empty, figures)] == [NO_DATA, NO_DATA]
     cpu_only = _rows({(tabnet.AS_WRITTEN, "cpu"): {128: 1.0, 4096: 1.0}})
-    assert [v.outcome for v in tabnet.verdicts(cpu_only, published)] == [NEEDS_GPU, NEEDS_GPU]
+    assert [v.outcome for v in EXP.verdicts(cpu_only, figures)] == [NEEDS_GPU, NEEDS_GPU]
     like_the_writeup = _rows({(tabnet.AS_WRITTEN, "cpu"): {128: 1.0, 4096: 1.6},
                               (tabnet.AS_WRITTEN, "cuda:0"): {128: 1.0, 4096: 1.0}})
-    assert [v.outcome for v in tabnet.verdicts(like_the_writeup, published)] == [REPRODUCED, REPRODUCED]
+    grows, modest = EXP.verdicts(like_the_writeup, figures)
+    assert grows.outcome == REPRODUCED and modest.outcome == REPRODUCED and grows.basis == "measured"
+    assert f"4096: {_published_ratio(4096):.2f}x" in grows.evidence  # the write-up's ratio, from published.json
     big_flat_gain = _rows({(tabnet.AS_WRITTEN, "cpu"): {128: 5.0, 4096: 5.0},
                            (tabnet.AS_WRITTEN, "cuda:0"): {128: 1.0, 4096: 1.0},
                            (tabnet.TUNED, "cpu"): {128: 1.0, 4096: 9.0},
                            (tabnet.TUNED, "cuda:0"): {128: 1.0, 4096: 1.0}})
-    grows, modest = tabnet.verdicts(big_flat_gain, published)
+    grows, modest = EXP.verdicts(big_flat_gain, figures)
     assert grows.outcome == NOT_REPRODUCED and modest.outcome == NOT_REPRODUCED and "5.00x" in modest.evidence
 
 
+def _chart_data(chart) -> list[dict]:
+    """Every row the chart's spec carries (Altair keeps the data in `datasets`)."""
+    return [row for rows in chart.to_dict()["datasets"].values() for row in rows]
+
+
 def test_tables_and_charts_build_from_a_smoke_run(smoke_rows):
-    split = tabnet.time_split(smoke_rows)
+    split = analysis.time_split(smoke_rows)
     assert set(split["part"]) == set(tabnet.PARTS) and len(split) == 4 * len(tabnet.PARTS)
-    losses = tabnet.final_losses(smoke_rows)
+    losses = analysis.final_losses(smoke_rows)
     assert {"as written · cpu", "tuned · cpu"} <= set(losses.columns)
-    built = tabnet_charts.charts(smoke_rows, results.load_published("tabnet"))
-    assert len(built) == 4
-    for chart in built:
-        assert chart.to_dict()["$schema"]
+    seconds, ratios, where, trained = tabnet_charts.charts(smoke_rows, published.load("tabnet"))
+    projected = {r["projected_10_epochs_s"] for r in _chart_data(seconds)}
+    assert set(smoke_rows["projected_10_epochs_s"]) <= projected  # ours and the write-up's 8 figures
+    assert len(projected) == len(smoke_rows) + len(published.load("tabnet"))
+    assert {r["series"] for r in _chart_data(ratios)} == {"published · GPU vs CPU"}  # no GPU in a CPU run
+    assert sorted(r["seconds"] for r in _chart_data(where)) == sorted(split["seconds"])
+    assert {r["final_train_loss"] for r in _chart_data(trained)} == set(smoke_rows["final_train_loss"])

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from core import timing
-from core.timing import Measurement
+from core.timing import Measurement, Workload
 
 
 class Recorder:
@@ -17,12 +17,11 @@ class Recorder:
         self.events.append("call")
 
 
-def test_measure_syncs_around_every_timed_call_and_excludes_warmup():
+def test_measure_syncs_around_every_timed_call_and_keeps_the_warmup_apart():
     rec = Recorder()
     m = timing.measure(rec.work, "cpu", repeats=3, warmup=2, sync=rec.sync)
-    assert len(m.samples) == 3
-    assert rec.events[:2] == ["call", "call"]  # warm-up, untimed
-    assert rec.events[2:] == ["sync", "call", "sync"] * 3
+    assert m.n == 3 and len(m.warmup) == 2 and not m.cold
+    assert rec.events == ["sync", "call", "sync"] * 5  # every call, warm-up included, between two syncs
 
 
 def test_micro_uses_the_device_sync_and_returns_the_requested_samples():
@@ -44,10 +43,81 @@ def test_statistics_on_known_samples():
     assert m.median == 3.0
     assert m.iqr == pytest.approx(2.0)
     assert m.noisy
-    steady = Measurement((1.0, 1.01, 0.99, 1.0))
-    assert not steady.noisy
-    assert steady.to_dict() == {"samples": [1.0, 1.01, 0.99, 1.0], "median": 1.0, "iqr": steady.iqr, "noisy": False}
+    steady = Measurement((1.0, 1.01, 0.99, 1.0), warmup=(3.0,))
+    assert steady.noisy is False
+    assert steady.to_dict() == {"samples": [1.0, 1.01, 0.99, 1.0], "median": 1.0, "iqr": steady.iqr, "noisy": False,
+                                "n": 4, "warmup_samples": [3.0], "cold": False}
 
 
-def test_single_sample_has_no_spread():
-    assert Measurement((0.5,)).iqr == 0.0
+def test_one_sample_has_no_spread_and_is_never_called_quiet():
+    single = Measurement((0.5,))
+    assert single.iqr is None and single.noisy is None and single.to_dict()["n"] == 1
+
+
+class Clock:
+    """A fake clock whose calls take `seconds` each (advanced by the work, read by the sync)."""
+    def __init__(self, seconds):
+        self.now, self.seconds, self.calls = 0.0, seconds, 0
+
+    def work(self):
+        self.calls += 1
+        self.now += self.seconds
+
+
+def _run_on(clock, monkeypatch, workload):
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock.now)
+    return timing.run(workload, "cpu")
+
+
+def test_a_budget_cuts_repeats_of_long_calls(monkeypatch):
+    clock = Clock(4.0)
+    m = _run_on(clock, monkeypatch, Workload(lambda: clock.work(), unit="call", repeats=10, warmup=1, budget_s=20))
+    assert m.warmup == (4.0,) and m.samples == (4.0,) * 4 and not m.cold  # 4 + 4 x 4 = 20: a fifth would overrun
+    assert clock.calls == 5
+
+
+def test_a_warmup_that_leaves_no_room_is_the_measurement_itself(monkeypatch):
+    clock = Clock(15.0)
+    m = _run_on(clock, monkeypatch, Workload(lambda: clock.work(), unit="call", repeats=5, warmup=1, budget_s=20))
+    assert m.samples == (15.0,) and m.cold and m.warmup == () and clock.calls == 1
+
+
+def test_run_sets_up_then_times_with_the_workload_threads():
+    seen, order = [], []
+    workload = Workload(lambda: seen.append(torch.get_num_threads()), unit="call", repeats=2, warmup=0, threads=1,
+                        setup=lambda: order.append("setup"))
+    before = torch.get_num_threads()
+    m = timing.run(workload, "cpu")
+    assert m.n == 2 and order == ["setup"] and set(seen) == {1}
+    assert torch.get_num_threads() == before
+
+
+def test_hooked_workloads_take_their_samples_from_the_stopwatch_laps():
+    def fit(watch):
+        watch.start()
+        for _ in range(3):
+            watch.lap("loader")
+            watch.lap("steps")
+            watch.lap("evaluation")
+            watch.close_sample("loader", "steps")
+    m = timing.run(Workload(fit, unit="epoch", hooks=True), "cpu")
+    assert m.n == 3 and all(s >= 0 for s in m.samples)
+    with pytest.raises(RuntimeError, match="closed no sample"):
+        timing.run(Workload(lambda watch: None, unit="epoch", hooks=True), "cpu")
+
+
+def test_stopwatch_samples_add_only_the_named_laps():
+    ticks = iter([0.0, 1.0, 3.0, 6.0])
+    watch = timing.Stopwatch("cpu", sync=lambda d: None)
+    watch.read = lambda: next(ticks)
+    watch.start()
+    watch.lap("loader")   # 1 s
+    watch.lap("steps")    # 2 s
+    watch.lap("eval")     # 3 s
+    assert watch.close_sample("loader", "steps") == 3.0 and watch.total("eval") == 3.0
+
+
+def test_call_text_says_what_one_sample_is():
+    assert timing.call_text("epoch", 1) == "one epoch"
+    assert timing.call_text("epoch", 2000) == "2,000 epochs"
+    assert timing.call_text("forward call", 3) == "3 x (forward call)"

@@ -1,7 +1,7 @@
 """The CNN experiment's three networks and their generated data: the write-up's 1-D `BaseModel`, the
 PyTorch MNIST example network (the 2-D contrast) and a small GRU regressor (the recurrent contrast)."""
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Callable
 
 import torch
@@ -9,6 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
+from core import devices, graphs
 from core.datasets import random_regression
 
 IMAGE_SIDE = 28
@@ -133,12 +134,12 @@ def weights_checksum(model: nn.Module) -> float:
 
 
 # -- the two ways of training ---------------------------------------------------------------------
-GRAPH_WARMUP_STEPS = 3  # eager steps on a side stream before capture, as torch.cuda.graphs requires
-
-
 class AsWritten:
     """The write-up's loop: a DataLoader over a TensorDataset in host memory, each batch copied to
     the device, the loss read back (`.item()`, a host synchronisation) every step."""
+    graphed = False
+    graph_error = None
+    fused = False
 
     def __init__(self, model: nn.Module, loss: Callable, x: torch.Tensor, y: torch.Tensor, batch: int,
                  device: str, seed: int, lr: float, cuda_graph: bool = False):
@@ -146,8 +147,6 @@ class AsWritten:
         self.loader = DataLoader(TensorDataset(x, y), batch_size=batch, shuffle=True,
                                  generator=torch.Generator().manual_seed(seed))
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        self.graphed = False
-        self.fused = False
         self.mean_loss = float("nan")
 
     def epoch(self) -> None:
@@ -170,7 +169,8 @@ class AsWritten:
 class Tuned:
     """Data resident on the device; each epoch draws a permutation there and gathers every batch by
     index; the loss is summed on the device and read only after the epoch; fused Adam. On CUDA the
-    whole step (gather, forward, backward, optimiser) is captured once as a CUDA graph and replayed."""
+    whole step (gather, forward, backward, optimiser) is captured once as a CUDA graph and replayed
+    (core.graphs); when capture fails the step runs eagerly and `graph_error` says why."""
 
     def __init__(self, model: nn.Module, loss: Callable, x: torch.Tensor, y: torch.Tensor, batch: int,
                  device: str, seed: int, lr: float, cuda_graph: bool = True):
@@ -178,12 +178,11 @@ class Tuned:
         self.x, self.y = x.to(device), y.to(device)
         self.steps = len(x) // batch
         self.generator = torch.Generator(device=device).manual_seed(seed)
-        use_graph = cuda_graph and torch.device(device).type == "cuda"
-        self.fused = torch.device(device).type in ("cpu", "cuda")
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=self.fused, capturable=use_graph)
+        self.fused = devices.kind(device) in ("cpu", "cuda")
+        capturable = cuda_graph and devices.kind(device) == "cuda"
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=self.fused, capturable=capturable)
         self.loss_sum = torch.zeros((), device=device)
-        self.step = self._capture() if use_graph else self._eager_step
-        self.graphed = use_graph
+        self.step, self.graphed, self.graph_error = self._replay_or_eager(cuda_graph)
 
     def epoch(self) -> None:
         self.model.train()
@@ -203,34 +202,32 @@ class Tuned:
         self.optimizer.step()
         self.loss_sum += loss.detach()
 
-    def _capture(self) -> Callable[[torch.Tensor], None]:
-        """Record one step as a CUDA graph reading its batch indices from a static tensor. The
-        warm-up steps that capture needs would train the model, so its weights and the optimiser's
+    def _replay_or_eager(self, cuda_graph: bool) -> tuple[Callable[[torch.Tensor], None], bool, str | None]:
+        """The step to run per batch, whether it replays a CUDA graph, and why capture failed. The graph
+        reads its batch indices from a static tensor, so each batch's are copied in before a replay.
+        Capture trains the model (warm-up steps, a checking replay): the weights and the optimiser's
         state are put back afterwards, in place (the graph holds their addresses)."""
         static_index = torch.arange(self.batch, device=self.device)
+        eager = partial(self._eager_step, static_index)
         start = [p.detach().clone() for p in self.model.parameters()]
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            for _ in range(GRAPH_WARMUP_STEPS):
-                self._eager_step(static_index)
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        self.optimizer.zero_grad(set_to_none=True)
-        with torch.cuda.graph(graph):
-            self._eager_step(static_index)
+        replay, error = graphs.replay_or_eager(eager, self.device, self.model.parameters(), cuda_graph)
+        self._restore(start)
+        if replay is eager:
+            return self._eager_step, False, error
+
+        def step(index: torch.Tensor) -> None:
+            static_index.copy_(index)
+            replay()
+        return step, True, None
+
+    def _restore(self, weights: list[torch.Tensor]) -> None:
         with torch.no_grad():
-            for param, value in zip(self.model.parameters(), start):
+            for param, value in zip(self.model.parameters(), weights):
                 param.copy_(value)
             for state in self.optimizer.state.values():
                 for value in state.values():
                     if torch.is_tensor(value):
                         value.zero_()
-
-        def replay(index: torch.Tensor) -> None:
-            static_index.copy_(index)
-            graph.replay()
-        return replay
 
 
 TRAINERS = {"as written": AsWritten, "tuned": Tuned}

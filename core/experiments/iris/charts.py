@@ -4,9 +4,9 @@ import altair as alt
 import pandas as pd
 
 from core import devices
-from core.charts.common import grouped_bars, scale
-from core.experiments.iris import (AS_WRITTEN, NEVER, PAPER_EPOCHS, TUNED, hook_checks, interval_label,
-                                   interval_order, training_rows)
+from core.charts import grouped_bars, scale
+from core.experiments.iris.analysis import hook_checks, interval_label, interval_order, training_rows
+from core.experiments.iris.experiment import AS_WRITTEN, NEVER, PAPER_EPOCHS, TUNED
 
 HEIGHT = 320
 TOOLTIP = ["machine", "device_name", "variant", "interval", "epochs", "median_s", "iqr_s", "noisy",
@@ -30,16 +30,10 @@ def _legend(title: str) -> alt.Legend:
     return alt.Legend(title=title, labelLimit=0)
 
 
-def _bars(data: pd.DataFrame, x: str, y: str, group: str, *, title: str, y_title: str,
-          tooltip: list[str]) -> alt.Chart:
-    """grouped_bars over the median of each bar's runs (so repeated runs do not stack), with the
-    series' full names in the legend."""
-    summary = data.groupby([x, group], as_index=False, dropna=False).agg(
-        **{y: (y, "median"), "runs": (y, "size")}, **{t: (t, "first") for t in tooltip})
-    chart = grouped_bars(summary, x, y, group, title=title, y_title=y_title, tooltip=["runs", *tooltip])
-    lines = alt.Axis(labelAngle=0, labelLimit=0, labelExpr="split(datum.label, ' · ')")  # one line per part
-    return chart.encode(x=alt.X(f"{x}:N", title=x, axis=lines),
-                        color=alt.Color(f"{group}:N", legend=_legend("series"))).properties(height=HEIGHT)
+def _split_labels(bars: alt.Chart, x: str) -> alt.Chart:
+    """Grouped bars made taller, with each x label's ' · ' parts on lines of their own."""
+    lines = alt.Axis(labelAngle=0, labelLimit=0, labelExpr="split(datum.label, ' · ')")
+    return bars.encode(x=alt.X(f"{x}:N", title=x, axis=lines)).properties(height=HEIGHT)
 
 
 def _short(machine_ids: pd.Series) -> pd.Series:
@@ -48,7 +42,7 @@ def _short(machine_ids: pd.Series) -> pd.Series:
 
 
 def _side(device: str) -> str:
-    return "CPU" if devices.kind(device) == "cpu" else "GPU"
+    return "GPU" if devices.is_accelerator(device) else "CPU"
 
 
 def _reads(variant: str, k) -> str:
@@ -70,10 +64,11 @@ def total_time(trained: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
                                lambda k: _reads(AS_WRITTEN, k)))
     columns = ["device", "series", "seconds", "machine"]
     data = pd.concat([ours[columns + ["epochs", "median_s"]], theirs[columns]], ignore_index=True)
-    return _bars(data, "device", "seconds", "series", y_title=f"seconds for {PAPER_EPOCHS:,} epochs",
-                 title=f"Total time for {PAPER_EPOCHS:,} epochs (ours: measured per-epoch cost x "
-                       f"{PAPER_EPOCHS:,} when the run was shorter)",
-                 tooltip=["machine", "epochs"])
+    bars = grouped_bars(data, "device", "seconds", "series", y_title=f"seconds for {PAPER_EPOCHS:,} epochs",
+                        title=f"Total time for {PAPER_EPOCHS:,} epochs (ours: measured per-epoch cost x "
+                              f"{PAPER_EPOCHS:,} when the run was shorter)",
+                        tooltip=["machine", "epochs"])
+    return _split_labels(bars, "device")
 
 
 def interval_time(trained: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
@@ -128,9 +123,10 @@ def per_epoch_cost(trained: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
                            machine=theirs["hardware"])
     columns = ["hardware", "how", "us_per_epoch", "machine"]
     data = pd.concat([ours[columns + ["host_syncs", "torch_threads"]], theirs[columns]], ignore_index=True)
-    return _bars(data, "hardware", "us_per_epoch", "how", y_title="microseconds per epoch (median)",
-                 title="Per-epoch cost: the fixed price of one full-batch step",
-                 tooltip=["machine", "host_syncs", "torch_threads"])
+    bars = grouped_bars(data, "hardware", "us_per_epoch", "how", y_title="microseconds per epoch (median)",
+                        title="Per-epoch cost: the fixed price of one full-batch step",
+                        tooltip=["machine", "host_syncs", "torch_threads"])
+    return _split_labels(bars, "hardware")
 
 
 def call_cost(calls: pd.DataFrame) -> alt.Chart:
@@ -138,6 +134,7 @@ def call_cost(calls: pd.DataFrame) -> alt.Chart:
     the hook ran."""
     data = calls.assign(setup=calls["hook"].map({True: "hook registered", False: "no hook"}) + " · "
                         + calls["device"] + " · " + _short(calls["machine_id"]))
-    return _bars(data, "call", "us_per_call", "setup", y_title="microseconds per call (median)",
-                 title="model(x) vs model.forward(x): only model(x) runs the hook (hook_calls in the tooltip)",
-                 tooltip=["hook_calls", "check_calls", "machine", "device"])
+    bars = grouped_bars(data, "call", "us_per_call", "setup", y_title="microseconds per forward call (median)",
+                        title="model(x) vs model.forward(x): only model(x) runs the hook (hook_calls in the tooltip)",
+                        tooltip=["hook_calls", "check_calls", "machine", "device"])
+    return _split_labels(bars, "call")

@@ -1,14 +1,19 @@
 """The write-up's Iris classifier (4 -> 10 -> 3 MLP), its data, and the training loops that differ only
-in how the loss comes back to the host: `loss.item()` every k epochs (as written), every loss written
-into a preallocated device buffer and read once at the end, and the same with the whole step replayed
-as a CUDA graph."""
+in how the loss comes back to the host: `loss.item()` every k epochs (as written), or every loss written
+into a preallocated device buffer and read once at the end (tuned; on CUDA its step is replayed as a
+CUDA graph through core.graphs)."""
 from functools import lru_cache
 
 import torch
 from sklearn.datasets import load_iris
 from torch import nn
 
-GRAPH_WARMUP_STEPS = 3  # steps on a side stream before capture, as the CUDA graphs notes require
+from core import graphs
+
+# Steps core.graphs runs before handing back a captured step (its warm-up steps, the captured call and
+# one checking replay): each may write a loss at the cursor, so the buffer has room for them past the
+# last epoch (an out-of-range index_copy_ on CUDA is a device-side assert).
+CAPTURE_STEPS = graphs.WARMUP_STEPS + 2
 
 
 class IrisMLP(nn.Module):
@@ -52,9 +57,9 @@ class Training:
         self.start = [p.detach().clone() for p in self.model.parameters()]
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
         self.criterion = nn.CrossEntropyLoss()
-        self.losses = torch.zeros(epochs, device=device)
+        self.losses = torch.zeros(epochs + CAPTURE_STEPS, device=device)
         self.cursor = torch.zeros(1, dtype=torch.long, device=device)
-        self.graph = None
+        self.recorded_step = self.step_and_record
         self.reads = 0
         self.logged: list[tuple[int, float]] = []
 
@@ -64,6 +69,23 @@ class Training:
         loss.backward()
         self.optimizer.step()
         return loss
+
+    def step_and_record(self) -> None:
+        """One step, its loss written at the device-side cursor (no host read, so it can be captured)."""
+        loss = self.step()
+        self.losses.index_copy_(0, self.cursor, loss.detach().view(1))
+        self.cursor.add_(1)
+
+    def use_graph(self, enabled: bool = True) -> str | None:
+        """Replay `step_and_record` as a CUDA graph from now on where the device allows it; returns the
+        capture error, if capture was tried and failed (the eager step stays then)."""
+        self.recorded_step, error = graphs.replay_or_eager(self.step_and_record, self.device,
+                                                           self.model.parameters(), enabled)
+        return error
+
+    @property
+    def graphed(self) -> bool:
+        return self.recorded_step != self.step_and_record
 
     def reset(self) -> None:
         """Back to the seeded weights (in place: a captured graph keeps using the same memory)."""
@@ -83,40 +105,12 @@ class Training:
                 self.logged.append((epoch, self._read_one(loss)))
 
     def buffered(self) -> None:
-        """Every epoch's loss goes into the device buffer; one read at the end."""
-        self.reset()
-        for epoch in range(self.epochs):
-            self.losses[epoch] = self.step().detach()
-        self.logged = self._read_buffer()
-
-    def capture(self) -> None:
-        """Capture one step plus the write of its loss at a device-side cursor as a CUDA graph. The
-        warm-up steps change the weights; `graphed` resets them before replaying."""
-        def step_and_record():
-            loss = self.step()
-            self.losses.index_copy_(0, self.cursor, loss.detach().view(1))
-            self.cursor.add_(1)
-
-        with torch.cuda.device(self.device):  # capture and replay on this device's streams
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(GRAPH_WARMUP_STEPS):
-                    self.cursor.zero_()
-                    step_and_record()
-            torch.cuda.current_stream().wait_stream(side)
-            self.cursor.zero_()
-            self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph):
-                step_and_record()
-
-    def graphed(self) -> None:
-        """`buffered`, with each epoch one replay of the captured step (call `capture` first)."""
+        """Every epoch's loss goes into the device buffer (a graph replay per epoch after `use_graph`);
+        one read at the end."""
         self.reset()
         self.cursor.zero_()
-        with torch.cuda.device(self.device):
-            for _ in range(self.epochs):
-                self.graph.replay()
+        for _ in range(self.epochs):
+            self.recorded_step()
         self.logged = self._read_buffer()
 
     # -- results -----------------------------------------------------------------------------------
@@ -134,7 +128,7 @@ class Training:
 
     def _read_buffer(self) -> list[tuple[int, float]]:
         self.reads += 1
-        return list(enumerate(self.losses.cpu().tolist(), start=1))
+        return list(enumerate(self.losses[:self.epochs].cpu().tolist(), start=1))
 
 
 def thinned(logged: list[tuple[int, float]], at_most: int = 200) -> list[tuple[int, float]]:

@@ -2,14 +2,16 @@
 import altair as alt
 import pandas as pd
 
-from core.charts.common import grouped_bars, measured_lines, ok_rows, published_points, scale, series_label
-from core.experiments.jacobian import MOVE, speedups
+from core.analysis import ok
+from core.charts import grouped_bars, measured_lines, published_points, scale, series_label
+from core.experiments.jacobian.analysis import gains_over_written
+from core.experiments.jacobian.experiment import JACOBIAN, MOVE, MOVE_UNIT
 
 
 def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
-    ok = ok_rows(rows)
+    measured = ok(rows)
     out = [time_per_call(rows, published), speedup_over_written(rows), memory_estimates(rows)]
-    moves = ok[ok["variant"] == MOVE]
+    moves = measured[measured["variant"] == MOVE]
     if len(moves):
         out.append(move_vs_published(moves, published))
     return out
@@ -18,11 +20,11 @@ def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
 def time_per_call(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
     """Measured seconds per call against val, the write-up's four points, and the skipped points at
     their estimated time."""
-    ok = ok_rows(rows)
-    timed = ok[ok["variant"] != MOVE]
+    measured = ok(rows)
+    timed = measured[measured["variant"] != MOVE]
     measured = measured_lines(timed.assign(seconds=timed["median_s"]), "val", "seconds",
                               title="Time per Jacobian (log-log; crosses: skipped points at their estimate)",
-                              x_title="val (samples in the batch)", y_title="seconds per call (median)")
+                              x_title="val (samples in the batch)", y_title=f"seconds per {JACOBIAN} (median)")
     wall = published[published["figure"] == "jacobian-wall"]
     layers = [measured, published_points(wall, "val")]
     skipped = rows[rows["point_status"] == "skipped"] if len(rows) else rows
@@ -38,18 +40,18 @@ def time_per_call(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
 def speedup_over_written(rows: pd.DataFrame) -> alt.Chart:
     """The written call's time over the fastest per-sample method's, per val (circles: the written call
     measured at that val; triangles: extrapolated from its time model)."""
-    data = speedups(rows)
+    data = gains_over_written(rows)
     data = data.assign(series=data["device"] + " (" + data["machine_id"].str[:18] + ")",
                        naive=data["naive_basis"].str.split(" ").str[0])
     return alt.Chart(data, title="Speedup of the fastest per-sample method over the written call").mark_line(
         point=True).encode(
         x=alt.X("val:Q", title="val", scale=scale(True)),
-        y=alt.Y("speedup:Q", title="written call's time / fastest method's time", scale=scale(True)),
+        y=alt.Y("gain:Q", title="written call's time / fastest method's time", scale=scale(True)),
         color=alt.Color("series:N", title="device"),
         shape=alt.Shape("naive:N", title="written call's time"),
         detail="series:N",
         tooltip=["machine:N", "device:N", "val:Q", "naive_s:Q", "naive_basis:N", "best_method:N", "best_s:Q",
-                 "speedup:Q"])
+                 "gain:Q"])
 
 
 def memory_estimates(rows: pd.DataFrame) -> alt.Chart:
@@ -78,4 +80,4 @@ def move_vs_published(moves: pd.DataFrame, published: pd.DataFrame) -> alt.Chart
     theirs = stated.assign(label="GPU", ms=stated["value"] * 1e3, series="published · " + stated["hardware"])
     data = pd.concat([ours, theirs], ignore_index=True)[["label", "series", "ms"]]
     return grouped_bars(data, "label", "ms", "series", title="Moving the weights and the input to the device",
-                        y_title="milliseconds (median over vals)", log_y=True)
+                        y_title=f"milliseconds per {MOVE_UNIT} (median over vals)", log_y=True)

@@ -7,17 +7,18 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.common import measured_lines, ok_rows, published_points, series_label
-from core.experiments.mlp_surface import has_surface, speedups, target_surface
-from core.models.mlp_surface import HIGH, LOW, SURFACE_GRID, surface_axis
+from core import analysis, devices
+from core.charts import measured_lines, published_points, series_label
+from core.experiments.mlp_surface.analysis import epoch_speedups, has_surface
+from core.experiments.mlp_surface.model import HIGH, LOW, SURFACE_GRID, surface_axis, target_surface
 
 PANEL_SIZE = 170
 COLUMNS = 3
-TIME_TOOLTIP = ["epochs", "samples", "iqr_s", "seconds_per_epoch", "machine", "run_id"]
+TIME_TOOLTIP = ["epochs", "training_samples", "iqr_s", "seconds_per_epoch", "machine", "run_id"]
 
 
 def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
-    ok = ok_rows(rows)
+    ok = analysis.ok(rows)
     out = []
     run = surface_run(ok)
     if run is not None:
@@ -84,7 +85,7 @@ def _diverged_note(run: pd.DataFrame) -> str:
 
 def _run_title(run: pd.DataFrame) -> str:
     first = run.iloc[0]
-    return f"{first['samples']:,} samples, {first['epochs']:,} epochs, run {first['run_id']} on {first['machine']}"
+    return f"{first['training_samples']:,} samples, {first['epochs']:,} epochs, run {first['run_id']} on {first['machine']}"
 
 
 def surface_heatmaps(run: pd.DataFrame) -> alt.Chart:
@@ -106,7 +107,7 @@ def difference_heatmaps(run: pd.DataFrame) -> alt.Chart:
     cells = [panel_cells(np.asarray(r["surface"]) - target, f"{_label(r)} - target") for _, r in learned.iterrows()]
     for variant, part in learned.groupby("variant"):
         cpu = part[part["device"] == "cpu"]
-        for _, gpu in part[part["device"] != "cpu"].iterrows():
+        for _, gpu in part[part["device"].map(devices.is_accelerator)].iterrows():
             if len(cpu):
                 diff = np.asarray(gpu["surface"]) - np.asarray(cpu["surface"].iloc[0])
                 cells.append(panel_cells(diff, f"{variant}: {gpu['device']} - cpu"))
@@ -140,7 +141,8 @@ def time_per_variant(ok: pd.DataFrame) -> alt.Chart:
                        series=data["device"].astype(str) + " (" + data["machine_id"].astype(str).str[:18] + ")")
     return alt.Chart(data, title="Time for the surface run (median of repeats)").mark_bar().encode(
         x=alt.X("variant:N", title="variant"), xOffset="series:N",
-        y=alt.Y("seconds:Q", title="seconds to train (log scale)", scale=alt.Scale(type="log")),
+        y=alt.Y("seconds:Q", title="seconds per training run, all its epochs (log scale)",
+                scale=alt.Scale(type="log")),
         y2=alt.datum(_log_baseline(data["seconds"])),  # a log scale has no zero: the bars need a floor
         color=alt.Color("series:N", title="device (machine)"),
         tooltip=["variant", "series", "seconds", *TIME_TOOLTIP],
@@ -154,7 +156,7 @@ def _log_baseline(values: pd.Series) -> float:
 def crossover_lines(ok: pd.DataFrame) -> alt.Chart:
     sweep = ok[ok["role"] == "sweep"] if len(ok) else ok
     return measured_lines(sweep.assign(ms_per_epoch=sweep["seconds_per_epoch"] * 1e3) if len(sweep) else sweep,
-                          "samples", "ms_per_epoch", title="Sample-size sweep: time per epoch",
+                          "training_samples", "ms_per_epoch", title="Sample-size sweep: time per epoch",
                           x_title="training samples (log scale)", y_title="milliseconds per epoch (log scale)",
                           tooltip=["grid", "epochs", "steps_per_epoch", "torch_threads"])
 
@@ -162,16 +164,17 @@ def crossover_lines(ok: pd.DataFrame) -> alt.Chart:
 def speedup_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
     """CPU time / GPU time per epoch against the sample count: the sweep as lines, the surface runs as
     squares, the write-up's 200x as a diamond."""
-    sp = speedups(rows)
+    sp = epoch_speedups(rows)
     sp = sp.assign(series="measured · " + sp["variant"] + " · " + sp["device"] + " (" + sp["machine"].str[:30] + ")",
                    value=sp["speedup"])
     base = alt.Chart().encode(
         x=alt.X("samples:Q", title="training samples (log scale)", scale=alt.Scale(type="log")),
         y=alt.Y("value:Q", title="CPU time / GPU time per epoch (log scale)", scale=alt.Scale(type="log")),
         color=alt.Color("series:N", title="series"),
-        tooltip=["series", "samples", "epochs", "role", "cpu_s_per_epoch", "gpu_s_per_epoch", "speedup", "run_id"],
+        tooltip=["series", "training_samples", "epochs", "role", "cpu_seconds_per_epoch", "seconds_per_epoch", "speedup",
+                 "run_id"],
     )
     sweep = base.mark_line(point=True).properties(data=sp[sp["role"] == "sweep"])
     surface_runs = base.mark_square(size=120).properties(data=sp[sp["role"] == "surface"])
-    return alt.layer(sweep, surface_runs, published_points(published, "samples"),
+    return alt.layer(sweep, surface_runs, published_points(published, "training_samples"),
                      title="GPU speed-up over the CPU (above 1: the GPU is faster; squares: the surface run)")

@@ -1,6 +1,6 @@
 """The Flux write-up's regression network (2 -> 20 -> 5 -> 1, ReLU) fitted to MATLAB's peaks surface,
 and the three training loops Crossover times: full batch as written, minibatches from a DataLoader, and
-the tuned step (a CUDA graph on CUDA) that reads the loss back only once, at the end."""
+the tuned step (a CUDA graph on CUDA, through core.graphs) that reads the loss back only once, at the end."""
 from functools import lru_cache
 
 import torch
@@ -8,14 +8,13 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from core import devices
+from core import devices, graphs
 
 AS_WRITTEN = "as written"
 WITH_LOADER = "with DataLoader"
 TUNED = "tuned"
 LOW, HIGH = -3.0, 3.0
 SURFACE_GRID = 40  # the write-up evaluates the learned surface on 40 x 40 points
-GRAPH_WARMUP_STEPS = 3  # eager steps on a side stream before capture, as the CUDA graphs notes require
 
 
 def peaks(x, y):
@@ -36,6 +35,11 @@ def grid_data(side: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def surface_axis() -> list[float]:
     return torch.linspace(LOW, HIGH, SURFACE_GRID).tolist()
+
+
+def target_surface() -> list[float]:
+    """The peaks surface on the 40 x 40 evaluation grid, in the learned surfaces' order."""
+    return grid_data(SURFACE_GRID)[1].flatten().tolist()
 
 
 def initial_network(seed: int) -> nn.Sequential:
@@ -59,13 +63,17 @@ class Trainer:
         self.mode, self.device = mode, device
         self.model = initial_network(seed).to(device)
         self.start = [p.detach().clone() for p in self.model.parameters()]
-        self.graphed = mode == TUNED and devices.kind(device) == "cuda"
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr, capturable=self.graphed)
+        self.wants_graph = mode == TUNED and devices.kind(device) == "cuda"
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr, capturable=self.wants_graph)
         self.x, self.y = x.to(device), y.to(device)
         # the DataLoader variant keeps the data on the host and moves every minibatch, as usually written
         self.loader = DataLoader(TensorDataset(x, y), batch_size=batch_size) if mode == WITH_LOADER else None
         self.steps_per_epoch = len(self.loader) if self.loader else 1
-        self.graph = self._capture() if self.graphed else None
+        self.last_loss = torch.zeros((), device=device)  # the tuned step's loss, in place for a captured graph
+        self.tuned_step, self.graph_error = graphs.replay_or_eager(self._full_batch_step, device,
+                                                                   self.model.parameters(), enabled=self.wants_graph)
+        self.cuda_graph = self.wants_graph and self.graph_error is None
+        self._reset()  # the capture's warm-up steps and checking replay trained the network
 
     def train(self, epochs: int) -> list[float]:
         self._reset()
@@ -97,14 +105,14 @@ class Trainer:
         losses = [self._step(xb.to(self.device), yb.to(self.device)).item() for xb, yb in self.loader]
         return sum(losses) / len(losses)
 
+    def _full_batch_step(self) -> None:
+        self.last_loss.copy_(self._step(self.x, self.y).detach())
+
     def _tuned(self, epochs: int) -> list[float]:
         losses = torch.empty(epochs, device=self.device)
         for epoch in range(epochs):
-            if self.graph:
-                self.graph.replay()
-                losses[epoch] = self.graph_loss
-            else:
-                losses[epoch] = self._step(self.x, self.y).detach()
+            self.tuned_step()
+            losses[epoch] = self.last_loss
         return losses.tolist()  # the only read back to the host
 
     def _reset(self) -> None:
@@ -116,17 +124,3 @@ class Trainer:
         for state in self.optimizer.state.values():
             for value in state.values():
                 value.zero_()
-
-    def _capture(self) -> torch.cuda.CUDAGraph:
-        """Record one full-batch step (forward, backward, Adam update) as a CUDA graph."""
-        side_stream = torch.cuda.Stream(self.device)
-        side_stream.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side_stream):
-            for _ in range(GRAPH_WARMUP_STEPS):
-                self._step(self.x, self.y)
-        torch.cuda.current_stream(self.device).wait_stream(side_stream)
-        graph = torch.cuda.CUDAGraph()
-        self.optimizer.zero_grad(set_to_none=True)  # backward then allocates the grads in the graph's pool
-        with torch.cuda.graph(graph):
-            self.graph_loss = self._step(self.x, self.y).detach()
-        return graph

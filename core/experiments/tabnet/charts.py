@@ -2,8 +2,10 @@
 import altair as alt
 import pandas as pd
 
-from core.charts.common import measured_lines, ok_rows, published_points, series_label
-from core.experiments.tabnet import WRITEUP_ROWS, published_speedups, speedups, time_split
+from core.analysis import ok
+from core.charts import measured_lines, published_points, series_label
+from core.experiments.tabnet.analysis import cpu_over_gpu, published_cpu_over_gpu, time_split
+from core.experiments.tabnet.experiment import PARTS, WRITEUP_ROWS
 
 
 def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
@@ -13,7 +15,7 @@ def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
 
 def seconds_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
     """Training seconds for 10 epochs, ours scaled from the measured rows to the write-up's 1,000,000."""
-    measured = measured_lines(ok_rows(rows), "batch_size", "projected_10_epochs_s",
+    measured = measured_lines(ok(rows), "batch_size", "projected_10_epochs_s",
                               title=f"Seconds for 10 epochs at {WRITEUP_ROWS:,} rows (ours: per-batch time x "
                                     f"batches at that size; training only)",
                               x_title="batch size", y_title="seconds for 10 epochs",
@@ -25,9 +27,9 @@ def seconds_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Cha
 
 def speedup_vs_batch(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
     """CPU time / GPU time per epoch against the batch size, per variant, with the write-up's ratios."""
-    ours = speedups(rows)
+    ours = cpu_over_gpu(rows)
     ours = ours.assign(series=ours["variant"] + " · " + ours["device"] + " (" + ours["machine"].str[:30] + ")")
-    theirs = published_speedups(published).assign(series="published · GPU vs CPU")
+    theirs = published_cpu_over_gpu(published).assign(series="published · GPU vs CPU")
     data = pd.concat([ours, theirs], ignore_index=True)
     return alt.Chart(data, title="GPU speedup over the CPU (above 1: the GPU is faster)").mark_line(
         point=True).encode(
@@ -45,14 +47,14 @@ def where_time_goes(rows: pd.DataFrame) -> alt.Chart:
     split = split.assign(fit=series_label(split) if len(split) else pd.Series(dtype=str))
     return alt.Chart(split, title="Where one fit's time goes (at the measured rows)").mark_bar().encode(
         x=alt.X("batch_size:O", title="batch size"),
-        y=alt.Y("seconds:Q", title="seconds", stack="zero"),
-        color=alt.Color("part:N", title="part", sort=["setup", "loader", "steps", "evaluation", "importance"]),
+        y=alt.Y("seconds:Q", title="seconds per fit", stack="zero"),
+        color=alt.Color("part:N", title="part", sort=list(PARTS)),
         column=alt.Column("fit:N", title=None),
         tooltip=["fit", "batch_size", "part", alt.Tooltip("seconds:Q", format=".3f"), "rows", "epochs_run"],
     ).properties(width=180)
 
 
 def final_losses_chart(rows: pd.DataFrame) -> alt.Chart:
-    return measured_lines(ok_rows(rows), "batch_size", "final_train_loss", title="Training loss after the last epoch",
+    return measured_lines(ok(rows), "batch_size", "final_train_loss", title="Training loss after the last epoch",
                           x_title="batch size", y_title="training loss (MSE + sparsity term)", log_y=False,
                           tooltip=["final_eval_mse", "epochs_run", "rows"])

@@ -1,0 +1,154 @@
+"""The CNN experiment's tables and claims, over the rows frame: GPU/CPU speedups and the data-size
+crossover (paired by core.analysis), the tuned variant's gain, and the write-up's 10-epoch times."""
+import numpy as np
+import pandas as pd
+
+from core import analysis
+from core.analysis import NO_DATA, Claim, Finding, NoFinding
+from core.experiments.cnn.experiment import AS_WRITTEN
+from core.experiments.cnn.model import MODELS
+from core.published import figure_text
+
+SMALL_DATA_ROWS = 100_000      # the write-up: the CPU is faster with 1e3 to 1e5 rows
+MODEST_GAIN = (1.0, 2.0)       # "only about 30%": faster on the GPU, but by less than 2x
+GRU_GAIN_FACTOR = 3.0          # "about 100x" reproduced within a factor of 3
+FAR_MORE = 2.0                 # "far more": at least twice the 1-D model's speedup
+GRU_GAIN = "gru-gain.gpu.gru"
+POINT_COLUMNS = ["model", "batch_size", "rows", "steps_per_epoch", "step_s", "seconds_10_epochs"]
+PER_BATCH = ["machine_id", "device", "variant", "model", "batch_size"]
+
+
+def measured(rows: pd.DataFrame) -> pd.DataFrame:
+    """The points to compare (core.analysis.latest), with this experiment's columns even when empty."""
+    data = analysis.latest(rows)
+    return data.reindex(columns=[*data.columns, *(c for c in POINT_COLUMNS if c not in data)])
+
+
+def largest_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """For each machine, device, variant, model and batch, the entry with the most rows (the latest
+    run's when several have as many)."""
+    return table.sort_values(["rows", "started"], kind="stable").drop_duplicates(PER_BATCH, keep="last")
+
+
+def per_batch(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, device, variant, model and batch: the point with the most rows, plus its time per
+    step scaled to the write-up's training-set size and 10 epochs (`projected_s_10_epochs`)."""
+    data = largest_rows(measured(rows))
+    published_rows = data["model"].map(lambda m: MODELS[m].published_rows).astype(float)
+    steps = np.ceil(published_rows / data["batch_size"])  # the author's DataLoader ran a short last batch
+    return data.assign(published_rows=published_rows, projected_s_10_epochs=10 * steps * data["step_s"])
+
+
+def gpu_speedups(rows: pd.DataFrame) -> pd.DataFrame:
+    """CPU time / accelerator time per epoch for every point measured on both (core.analysis pairing)."""
+    return analysis.speedups(measured(rows))
+
+
+def speedup_table(rows: pd.DataFrame) -> pd.DataFrame:
+    sp = gpu_speedups(rows).rename(columns={"cpu_median_s": "cpu_s_per_epoch", "median_s": "gpu_s_per_epoch"})
+    return sp[["machine", "device", "device_name", "model", "variant", "batch_size", "rows", "cpu_s_per_epoch",
+               "gpu_s_per_epoch", "speedup"]]
+
+
+def data_size_crossovers(rows: pd.DataFrame) -> pd.DataFrame:
+    """The 1-D data-size sweep: per machine, accelerator, variant and batch, the smallest row count
+    from which the accelerator beats the CPU at every larger measured count (None: it never does)."""
+    sp = gpu_speedups(rows)
+    found = analysis.crossovers(sp[sp["model"] == "cnn1d"], "rows", ["machine", "device", "variant", "batch_size"])
+    found = found[found["compared"] > 1]
+    compared = [f"{low:,} to {high:,} ({n} sizes)" for low, high, n in
+                zip(found["smallest"], found["largest"], found["compared"])]
+    return found.assign(rows_compared=compared).rename(columns={"crossover": "crossover_rows"})[
+        ["machine", "device", "variant", "batch_size", "crossover_rows", "rows_compared"]]
+
+
+def variant_gains(rows: pd.DataFrame) -> pd.DataFrame:
+    """Time per step of both variants and `as written / tuned` for every point measured with both."""
+    out = analysis.relative_to(measured(rows), AS_WRITTEN, "step_s")
+    out = out.assign(step_ms_as_written=out["baseline_step_s"] * 1e3, step_ms_tuned=out["step_s"] * 1e3,
+                     tuned_speedup=out["gain"])
+    return out[["machine", "device", "model", "batch_size", "rows", "step_ms_as_written", "step_ms_tuned",
+                "tuned_speedup"]]
+
+
+def published_speedups(published: pd.DataFrame) -> pd.DataFrame:
+    """The write-up's GPU gains: CPU time / GPU time per figure and batch, or the stated factor."""
+    out = []
+    for (figure, batch), part in published.groupby(["figure", published["batch_size"].fillna(0)]):
+        by_device = part.set_index("device")["value"]
+        model = "cnn1d" if figure.startswith("cnn") else part["model"].iloc[0]
+        if part["quantity"].iloc[0] == "speedup_gpu_over_cpu":
+            speedup = float(by_device.iloc[0])
+        else:
+            speedup = float(by_device["CPU"] / by_device["GPU"])
+        out.append({"model": model, "batch_size": int(batch) or None, "speedup": speedup,
+                    "hardware": " / ".join(part["hardware"].unique()), "source": part["source"].iloc[0]})
+    return pd.DataFrame(out, columns=["model", "batch_size", "speedup", "hardware", "source"])
+
+
+# -- claims ----------------------------------------------------------------------------------------
+def _written_pairs(rows: pd.DataFrame, chosen, *models: str, context: str = "") -> pd.DataFrame:
+    """The as-written GPU/CPU pairs a claim on `models` needs (`chosen` picks them from every pair),
+    or NoFinding: no results for a model yet, no GPU results, or no pair that fits the claim."""
+    if not set(models) <= set(measured(rows)["model"]):
+        raise NoFinding(NO_DATA, f"No results for {' and '.join(models)} yet: run this experiment with "
+                                 f"models={','.join(models)}.")
+    sp = gpu_speedups(rows)
+    found = chosen(sp[(sp["variant"] == AS_WRITTEN) & sp["model"].isin(models)])
+    return analysis.require(found if set(models) <= set(found["model"]) else found.iloc[0:0], rows, context)
+
+
+def _small_data(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
+    small = _written_pairs(rows, lambda sp: sp[sp["rows"] <= SMALL_DATA_ROWS], "cnn1d",
+                           context=f"This claim needs 1-D points with at most {SMALL_DATA_ROWS:,} rows.")
+    cpu_wins = int((small["speedup"] < 1).sum())
+    median = small["speedup"].median()
+    return Finding(median < 1, f"As written, at {len(small)} point(s) with at most {SMALL_DATA_ROWS:,} rows the "
+                               f"CPU was faster at {cpu_wins}; median GPU/CPU speedup {median:.2f}x. Epoch times "
+                               f"exclude the warm-up epoch, which carries the start-up costs (first_epoch_s in the "
+                               f"table).")
+
+
+def _modest_gain(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
+    best = _written_pairs(rows, largest_rows, "cnn1d")
+    median = best["speedup"].median()
+    low, high = MODEST_GAIN
+    each = ", ".join(f"{r.speedup:.2f}x at batch {r.batch_size}" for r in best.sort_values("batch_size").itertuples())
+    stated = published_speedups(figures)["speedup"]
+    return Finding(low < median < high, f"As written: {each} (median {median:.2f}x; largest data size measured per "
+                                        f"batch). Published: {stated.min():.2f}x to {stated.max():.2f}x.")
+
+
+def _gru_gain(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
+    gru = _written_pairs(rows, largest_rows, "gru")
+    stated = float(published_speedups(figures)["speedup"].iloc[0])
+    best = gru["speedup"].max()
+    return Finding(analysis.within_factor(best, stated, GRU_GAIN_FACTOR),
+                   f"Best measured GRU speedup (as written, over batch sizes): {best:.1f}x; published about "
+                   f"{stated:g}x. Our GRU's shape is our choice; the author's is unknown.")
+
+
+def _two_d_gain(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
+    both = _written_pairs(rows, largest_rows, "cnn1d", "mnist")
+    by_model = both.groupby("model")["speedup"].median()
+    ratio = by_model["mnist"] / by_model["cnn1d"]
+    return Finding(ratio >= FAR_MORE, f"Median GPU/CPU speedup as written: MNIST network {by_model['mnist']:.2f}x, "
+                                      f"1-D CNN {by_model['cnn1d']:.2f}x ({ratio:.1f} times as much).")
+
+
+CLAIMS = [
+    Claim("With small data sets (1e3 to 1e5 rows) the CPU trains the 1-D model faster than the GPU", _small_data,
+          "Reproduced means the median speedup there is below 1."),
+    Claim("On the 1-D model the GPU is only about 30% faster than the CPU (10 epochs, 1,000,000 rows)", _modest_gain,
+          f"Reproduced means the GPU is faster but by less than {MODEST_GAIN[1]:g}x.", ("cnn-10-epochs",)),
+    Claim(f"A multi-feature GRU model trains about {figure_text(GRU_GAIN)} faster on the GPU", _gru_gain,
+          f"Reproduced means within a factor of {GRU_GAIN_FACTOR:g} of it.", (GRU_GAIN,)),
+    Claim("2-D models gain far more from a GPU than the 1-D model", _two_d_gain,
+          f"Reproduced means at least {FAR_MORE:g} times the 1-D model's speedup."),
+]
+TABLES = {
+    "Data-size crossover: the smallest training set from which the GPU beats the CPU at every larger size":
+        data_size_crossovers,
+    "GPU speedup over the CPU for every point measured on both": speedup_table,
+    "Tuned vs as written: milliseconds per training step": variant_gains,
+}

@@ -1,0 +1,176 @@
+"""The MLP regression-surface experiment's tables and claims, over the rows frame: CPU and GPU time per
+epoch paired by the shared rule, the sample-size crossover, and the surfaces each device learned."""
+import numpy as np
+import pandas as pd
+
+from core import analysis
+from core.analysis import Claim, Finding, NoFinding
+from core.experiments.mlp_surface.model import AS_WRITTEN, SURFACE_GRID, TUNED, WITH_LOADER, target_surface
+from core.published import figure_text
+
+PAPER_SAMPLES = 40_000
+PAPER_SPEEDUP = "surface-speedup.gpu.samples40000"
+IDENTICAL_FRACTION = 0.05  # surfaces closer than this share of the target's range look identical
+SAME_SPEED_FACTOR = 2.0  # "no difference": CPU and GPU within this factor of each other
+SPEEDUP_COLUMNS = ["run_id", "machine", "device", "device_name", "variant", "role", "training_samples", "epochs",
+                   "cpu_seconds_per_epoch", "seconds_per_epoch", "speedup", "cuda_graph"]
+
+
+def has_surface(value) -> bool:
+    return isinstance(value, (list, tuple, np.ndarray)) and len(value) == SURFACE_GRID**2
+
+
+def epoch_speedups(rows: pd.DataFrame) -> pd.DataFrame:
+    """CPU seconds per epoch / accelerator seconds per epoch for every point measured on both (the
+    shared pairing), without the curves and surfaces."""
+    if "seconds_per_epoch" not in rows:  # no point measured yet (skipped or failed ones have no time)
+        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
+    return analysis.speedups(rows, "seconds_per_epoch").reindex(columns=SPEEDUP_COLUMNS)
+
+
+def crossover_sizes(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, accelerator and variant: the smallest swept sample count from which it beats the CPU
+    at every larger swept size (None when it never does)."""
+    sweep = epoch_speedups(rows)
+    found = analysis.crossovers(sweep[sweep["role"] == "sweep"], "training_samples", ["machine", "device", "variant"])
+    return found.rename(columns={"crossover": "gpu_faster_from_samples", "compared": "sizes_compared"})
+
+
+def surface_differences(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, accelerator and variant, the largest |accelerator surface - CPU surface| on the 40 x 40
+    grid of the same surface point, with both final MSEs."""
+    cols = ["machine", "variant", "device", "training_samples", "epochs", "cpu_final_mse", "gpu_final_mse",
+            "max_abs_surface_diff", "diff_share_of_target_range"]
+    found = analysis.ok(rows)
+    if found.empty or "surface" not in found:
+        return pd.DataFrame(columns=cols)
+    paired = analysis.pair(found[found["role"] == "surface"], ("surface", "final_mse"))
+    paired = paired[paired["surface"].map(has_surface) & paired["cpu_surface"].map(has_surface)]
+    diffs = [float(np.max(np.abs(np.subtract(gpu, cpu)))) for gpu, cpu in zip(paired["surface"], paired["cpu_surface"])]
+    return paired.assign(gpu_final_mse=paired["final_mse"], max_abs_surface_diff=diffs,
+                         diff_share_of_target_range=np.divide(diffs, float(np.ptp(target_surface()))))[cols]
+
+
+def final_losses(rows: pd.DataFrame) -> pd.DataFrame:
+    """The surface runs' outcome per device and variant: final MSE, whether it diverged, time."""
+    cols = ["run_id", "machine", "device", "variant", "training_samples", "epochs", "final_mse", "diverged",
+            "median_s", "seconds_per_epoch"]
+    found = analysis.ok(rows)
+    if found.empty or "final_mse" not in found:
+        return pd.DataFrame(columns=cols)
+    return found[found["role"] == "surface"][cols].reset_index(drop=True)
+
+
+def at_paper_size(frame: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """Points at 40,000 samples; the surface run's (the longest training) when there is one."""
+    if frame.empty:
+        return frame
+    part = frame[(frame["variant"] == variant) & (frame["training_samples"] == PAPER_SAMPLES)]
+    return part[part["role"] == "surface"] if (part["role"] == "surface").any() else part
+
+
+def _cpu_epoch_note(rows: pd.DataFrame, stated: float) -> str:
+    found = analysis.ok(rows)
+    cpu = at_paper_size(found[found["device"] == "cpu"], AS_WRITTEN) if len(found) else found
+    if cpu.empty:
+        return ""
+    per_epoch = cpu["seconds_per_epoch"].median()
+    return (f"This machine's CPU trains 40,000 samples in {per_epoch * 1e3:.1f} ms per epoch as written "
+            f"({per_epoch * 2000:.1f} s for 2,000 epochs), so a {stated:g}x faster GPU would have to do a whole "
+            f"training step in {per_epoch / stated * 1e6:.0f} µs.")
+
+
+def _tuned_note(sp: pd.DataFrame) -> str:
+    tuned = at_paper_size(sp, TUNED)
+    if tuned.empty:
+        return ""
+    graphed = tuned["cuda_graph"].fillna(True).astype(bool).all()  # records before the fallback have no flag
+    how = "CUDA graph, one read" if graphed else "one read; the CUDA graph capture failed, eager steps"
+    return f"; tuned ({how}): {tuned['speedup'].median():.1f}x"
+
+
+def _check_paper_speedup(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
+    stated = float(figures["value"].iloc[0])
+    sp = epoch_speedups(rows)
+    mine = analysis.require(at_paper_size(sp, AS_WRITTEN), rows, _cpu_epoch_note(rows, stated))
+    measured = mine["speedup"].median()
+    return Finding(analysis.within_factor(measured, stated),
+                   f"Measured {measured:.1f}x as written (CPU time per epoch / GPU time per epoch, median over "
+                   f"{len(mine)} pair(s)){_tuned_note(sp)}. The ratio is only as large as the CPU baseline is "
+                   f"slow. " + _cpu_epoch_note(rows, stated))
+
+
+def _swept(rows: pd.DataFrame, low: int, high: int) -> pd.DataFrame:
+    """The as-written sweep's speed-ups from `low` to `high` samples."""
+    sp = analysis.require(epoch_speedups(rows), rows)
+    part = sp[(sp["variant"] == AS_WRITTEN) & (sp["role"] == "sweep") & sp["training_samples"].between(low, high)]
+    if part.empty:
+        raise NoFinding(analysis.NO_DATA, f"No swept size from {low:,} to {high:,} samples.")
+    return part
+
+
+def _sizes(part: pd.DataFrame) -> str:
+    return ", ".join(f"{s:,}: {x:.2f}x" for s, x in part.groupby("training_samples")["speedup"].median().items())
+
+
+def _check_small_cpu_faster(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
+    part = _swept(rows, 100, 200)
+    return Finding(bool((part["speedup"] < 1).all()),
+                   f"GPU speed-up over the CPU as written (below 1: the CPU is faster) at {_sizes(part)}.")
+
+
+def _check_no_difference(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
+    part = _swept(rows, 100, 1000)
+    same = part["speedup"].map(lambda x: analysis.within_factor(x, 1.0, SAME_SPEED_FACTOR)).all()
+    return Finding(bool(same), f"GPU speed-up over the CPU as written at {_sizes(part)}.")
+
+
+def _check_gpu_ahead(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
+    mine = analysis.require(at_paper_size(epoch_speedups(rows), AS_WRITTEN), rows)
+    measured = mine["speedup"].median()
+    return Finding(measured > 1, f"The GPU trains {measured:.2f}x as fast as the CPU at 40,000 samples (as written).")
+
+
+def _check_loader(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
+    compared = analysis.relative_to(rows, AS_WRITTEN, "seconds_per_epoch")
+    loader = compared[(compared["variant"] == WITH_LOADER) & (compared["training_samples"] == PAPER_SAMPLES)
+                      & analysis.on_accelerator(compared)] if len(compared) else compared
+    if loader.empty and analysis.on_accelerator(analysis.ok(rows)).any():
+        raise NoFinding(analysis.NO_DATA, "No GPU point of both variants at 40,000 samples (a skipped point has "
+                                          "no time).")
+    analysis.require(loader, rows)
+    ratio = (loader["seconds_per_epoch"] / loader["baseline_seconds_per_epoch"]).median()
+    return Finding(ratio > 1, f"On the GPU at 40,000 samples an epoch with the DataLoader takes {ratio:.1f}x as "
+                              f"long as the full-batch epoch.")
+
+
+def _check_identical(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
+    diffs = surface_differences(rows)
+    diffs = analysis.require(diffs[diffs["variant"] == AS_WRITTEN], rows)
+    worst = diffs.loc[diffs["max_abs_surface_diff"].idxmax()]
+    return Finding(worst["diff_share_of_target_range"] <= IDENTICAL_FRACTION,
+                   f"Largest |GPU - CPU| on the 40 x 40 grid: {worst['max_abs_surface_diff']:.4f} "
+                   f"({worst['diff_share_of_target_range']:.1%} of the target's range). Final MSE: CPU "
+                   f"{worst['cpu_final_mse']:.4f}, GPU {worst['gpu_final_mse']:.4f}.")
+
+
+CLAIMS = [
+    Claim(f"Over 2,000 epochs at 40,000 samples the GPU trains about {figure_text(PAPER_SPEEDUP)} faster than "
+          "the CPU", _check_paper_speedup, f"Reproduced means within a factor of 2 of {figure_text(PAPER_SPEEDUP)}.",
+          (PAPER_SPEEDUP,)),
+    Claim("With 100-200 samples the CPU trains faster than the GPU", _check_small_cpu_faster,
+          "Reproduced means the CPU is faster at every swept size in that range."),
+    Claim("With 100-1,000 samples there is no difference between the CPU and the GPU", _check_no_difference,
+          f"No difference means within a factor of {SAME_SPEED_FACTOR:g} either way at every size."),
+    Claim("With 40,000 samples the advantage is on the GPU side", _check_gpu_ahead),
+    Claim("Feeding the GPU from a DataLoader slows training down", _check_loader),
+    Claim("The same seed gives visually identical surfaces on the CPU and the GPU", _check_identical,
+          f"Identical means the largest difference is at most {IDENTICAL_FRACTION:.0%} of the target's range."),
+]
+TABLES = {
+    "Final MSE of the surface runs per device and variant": final_losses,
+    "Largest difference between the surfaces learned on the CPU and on each GPU (same machine and configuration)":
+        surface_differences,
+    "Crossover: the smallest swept sample count from which the GPU beats the CPU at every larger size":
+        crossover_sizes,
+}

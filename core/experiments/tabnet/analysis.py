@@ -1,0 +1,90 @@
+"""The TabNet experiment's tables and claims, over the rows frame."""
+import pandas as pd
+
+from core import analysis
+from core.analysis import Claim, Finding
+from core.experiments.tabnet.experiment import AS_WRITTEN, PARTS
+
+GAIN_RANGE = (1.3, 2.0)  # "30% to 100%" faster on the GPU
+FIGURES = ("tabnet-10-epochs",)
+RATIO_COLUMNS = ["run_id", "machine", "device", "device_name", "variant", "batch_size", "cpu_s", "gpu_s", "speedup"]
+
+
+def cpu_over_gpu(rows: pd.DataFrame) -> pd.DataFrame:
+    """CPU time per epoch / GPU time per epoch (`speedup`), per machine, GPU, variant and batch size,
+    each GPU point beside the same point on its machine's CPU (core.analysis's pairing rule)."""
+    paired = analysis.speedups(rows)
+    if paired.empty:
+        return pd.DataFrame(columns=RATIO_COLUMNS)
+    return paired.rename(columns={"cpu_median_s": "cpu_s", "median_s": "gpu_s"})[RATIO_COLUMNS]
+
+
+def published_cpu_over_gpu(published: pd.DataFrame) -> pd.DataFrame:
+    """The write-up's CPU seconds / GPU seconds per batch size."""
+    by_device = published.pivot_table(index="batch_size", columns="device", values="value")
+    return (by_device["CPU"] / by_device["GPU"]).rename("speedup").reset_index()
+
+
+def time_split(rows: pd.DataFrame) -> pd.DataFrame:
+    """Seconds of each part of one fit (setup, loader wait, steps, evaluation, importance), long form."""
+    ok = analysis.ok(rows)
+    keep = ["run_id", "machine_id", "machine", "device", "variant", "batch_size", "rows", "epochs_run"]
+    if ok.empty:
+        return pd.DataFrame(columns=keep + ["part", "seconds"])
+    long = ok.melt(id_vars=keep, value_vars=[f"{p}_s" for p in PARTS], var_name="part", value_name="seconds")
+    return long.assign(part=long["part"].str.removesuffix("_s"))
+
+
+def final_losses(rows: pd.DataFrame) -> pd.DataFrame:
+    """Training loss after the last epoch per batch size, one column per variant and device: a CPU and
+    a GPU fit of one configuration should land close together."""
+    ok = analysis.ok(rows)
+    if ok.empty or "final_train_loss" not in ok:
+        return pd.DataFrame()
+    table = ok.assign(fit=ok["variant"] + " · " + ok["device"]).pivot_table(
+        index=["run_id", "batch_size"], columns="fit", values="final_train_loss")
+    return table.reset_index().rename_axis(columns=None)
+
+
+def _as_written_by_size(rows: pd.DataFrame) -> tuple[pd.Series, str]:
+    """The as-written CPU/GPU ratio per batch size (median over the pairs), and how many pairs that is."""
+    found = cpu_over_gpu(rows)
+    pairs = analysis.require(found[found["variant"] == AS_WRITTEN], rows)
+    gpus = pairs[["machine", "device"]].drop_duplicates()
+    return pairs.groupby("batch_size")["speedup"].median().sort_index(), f"{len(gpus)} GPU(s)"
+
+
+def _ratios_text(by_size: pd.Series) -> str:
+    return ", ".join(f"{size}: {ratio:.2f}x" for size, ratio in by_size.items())
+
+
+def _theirs(published: pd.DataFrame) -> str:
+    return _ratios_text(published_cpu_over_gpu(published).set_index("batch_size")["speedup"])
+
+
+def _gain_grows(rows: pd.DataFrame, published: pd.DataFrame) -> Finding:
+    by_size, over = _as_written_by_size(rows)
+    growing = len(by_size) > 1 and by_size.iloc[-1] > by_size.iloc[0]
+    return Finding(growing, f"CPU/GPU time per epoch, as written (median over {over}): {_ratios_text(by_size)}. "
+                            f"The write-up's ratios: {_theirs(published)}.")
+
+
+def _gain_modest(rows: pd.DataFrame, published: pd.DataFrame) -> Finding:
+    by_size, _ = _as_written_by_size(rows)
+    low, high = GAIN_RANGE
+    best = by_size.max()
+    return Finding(low <= best <= high, f"The best measured gain, as written, is {best:.2f}x (at batch size "
+                                        f"{by_size.idxmax()}). The write-up's ratios: {_theirs(published)}.")
+
+
+CLAIMS = [
+    Claim("The GPU's gain grows with the batch size (about 100% at 4096)", _gain_grows,
+          "Reproduced means larger at the largest batch size than at the smallest.", FIGURES),
+    Claim("The GPU's gain stays modest: 30% to 100% faster than the CPU", _gain_modest,
+          f"Reproduced means it lies between {GAIN_RANGE[0]}x and {GAIN_RANGE[1]}x.", FIGURES),
+]
+TABLES = {
+    "GPU speedup per batch size (CPU seconds / GPU seconds per epoch, the same machine and configuration)":
+        cpu_over_gpu,
+    "Training loss after the last epoch, per variant and device": final_losses,
+}
