@@ -45,8 +45,8 @@ def pair(rows: pd.DataFrame, values: tuple[str, ...] = ("median_s",), run_id: st
     """Every accelerator point beside the same point on its machine's CPU: the accelerator row's
     columns plus `cpu_<value>` for each of `values`."""
     data = latest(rows, run_id)
-    if data.empty:
-        return data.assign(**{f"cpu_{v}": [] for v in values})
+    if data.empty or not set(values) <= set(data.columns):  # nothing measured, or no point has these figures
+        return data.iloc[0:0].assign(**{f"cpu_{v}": [] for v in values})
     cpu = data[data["device"] == "cpu"][[*POINT_KEYS, *values]].rename(columns={v: f"cpu_{v}" for v in values})
     return data[on_accelerator(data)].merge(cpu, on=POINT_KEYS)
 
@@ -62,6 +62,8 @@ def relative_to(rows: pd.DataFrame, baseline: str, value: str = "median_s", *, s
     """Every point of another variant beside the `baseline` variant's same point (on the same device,
     or anywhere on the machine): `baseline_<value>` and `gain` = baseline / this (above 1: faster)."""
     data = latest(rows, run_id)
+    if value not in data.columns:
+        return data.iloc[0:0].assign(**{f"baseline_{value}": [], "gain": []})
     keys = ["machine_id", "config_id", "point", *(["device"] if same_device else [])]
     base = data[data["variant"] == baseline][[*keys, value]].rename(columns={value: f"baseline_{value}"})
     out = data[data["variant"] != baseline].merge(base, on=keys)

@@ -17,9 +17,6 @@ from core.timing import call_text
 SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)   # schema 1: no unit, code version or environment; threads among the metrics
 STATUSES = ("running", "complete", "partial", "failed", "cancelled")
-# A row's own fields; its parameters and metrics live in their own namespaces and may not take these names.
-ROW_FIELDS = ("device", "variant", "params", "status", "error", "unit", "per_call", "torch_threads", "samples",
-              "median", "iqr", "noisy", "n", "warmup_samples", "cold", "metrics")
 
 
 def now() -> str:
@@ -78,8 +75,7 @@ class RecordWriter:
 
     def add(self, row: dict) -> None:
         """Append a row; a parameter or metric named like a column of the rows frame is refused."""
-        taken = set(BASE_COLUMNS) | set(ROW_FIELDS)
-        clashes = sorted((set(row.get("params", {})) | set(row.get("metrics", {}))) & taken)
+        clashes = sorted((set(row.get("params", {})) | set(row.get("metrics", {}))) & set(BASE_COLUMNS))
         if clashes:
             raise ValueError(f"row of {row.get('variant')} on {row.get('device')}: parameter or metric name(s) "
                              f"{clashes} would hide the row's own column(s); rename them")

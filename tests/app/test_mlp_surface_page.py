@@ -1,11 +1,11 @@
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
-from core import experiments, runner
-from core.results import RecordWriter
-from tests.helpers import render
+from core import published
+from core.analysis import NEEDS_GPU, NO_DATA
+from tests.helpers import page_text, render, smoke_record
 
+PAPER_FIGURE = published.figure_text("surface-speedup.gpu.samples40000")
 
 
 def page() -> AppTest:
@@ -13,15 +13,8 @@ def page() -> AppTest:
 
 
 @pytest.fixture
-def smoke_record(results_dir):
-    exp = experiments.get("mlp_surface")
-    config = exp.config("smoke", {"epochs": 20, "sweep_grids": (10,), "variants": ("as written", "tuned")})
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a shared CPU: keep the tiny trainings quick
-    try:
-        runner.run(exp, config, ["cpu"], RecordWriter("mlp_surface", "smoke", config, ["cpu"]))
-    finally:
-        torch.set_num_threads(threads)
+def cpu_run(results_dir, one_thread):
+    smoke_record("mlp_surface", epochs=20, sweep_grids=(10,), variants=("as written", "tuned"))
 
 
 def test_page_without_records_says_so_and_checks_no_claim():
@@ -29,15 +22,16 @@ def test_page_without_records_says_so_and_checks_no_claim():
     assert not at.exception
     assert any("No measured results yet" in i.value for i in at.info)
     assert not at.get("vega_lite_chart")
-    assert "no data yet" in " ".join(m.value for m in at.markdown)
+    assert f"**{NO_DATA}**" in page_text(at) and "reproduced**" not in page_text(at)
 
 
-def test_page_draws_surfaces_losses_times_and_the_crossover_from_a_run(smoke_record):
+def test_page_draws_surfaces_losses_times_and_the_crossover_from_a_run(cpu_run):
     at = page()
     assert not at.exception
     assert len(at.get("vega_lite_chart")) == 6
-    text = " ".join(m.value for m in at.markdown)
-    assert "needs a GPU to tell" in text and "200x" in text
+    text = page_text(at)
+    assert text.count(f"**{NEEDS_GPU}**") == 6 and PAPER_FIGURE in text
     assert len(at.get("dataframe")) == 2  # the final MSEs and every measured point
     assert sum("Nothing to show yet" in c.value for c in at.caption) == 2  # no GPU: no difference, no crossover
+    assert any("cuda_graph_error" in c.value for c in at.caption)  # the notes, from about.md
     assert any(b.label == "Run" for b in at.button)

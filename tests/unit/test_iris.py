@@ -1,28 +1,22 @@
+from pathlib import Path
+
 import pandas as pd
 import pytest
-import torch
 
-from core import results, runner
-from core.charts import iris as iris_charts
-from core.experiments import iris
-from core.models.iris import Training, thinned
+from core import devices, published, results, runner
+from core.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.experiments.base import Point, RunState
+from core.experiments.iris import analysis, charts, experiment as iris, model
+from core.experiments.iris.model import Training, thinned
 from core.params import ConfigError
 from core.results import RecordWriter
-from core.verdicts import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from tests.helpers import hand_rows
 
 EXP = iris.EXPERIMENT
 INTERVALS = (1, 10, 100, 200, 1000, 2000, iris.NEVER)
 EPOCHS = 2000
-
-
-@pytest.fixture(scope="module")
-def one_thread():
-    """Tiny operators on a busy 2-core machine are much slower with two intra-op threads; the tests
-    check behaviour, so they run single-threaded and leave the setting as they found it."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
+FIGURES = published.load("iris")
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +32,7 @@ def swept(one_thread, tmp_path_factory) -> pd.DataFrame:
 def test_presets_are_valid_and_smoke_is_small():
     for preset in ("smoke", "quick", "paper"):
         EXP.config(preset)
-    assert EXP.config("paper")["epochs"] == 20_000
+    assert EXP.config("paper")["epochs"] == iris.PAPER_EPOCHS
     assert EXP.estimate_seconds(EXP.config("smoke"), "cpu") < EXP.estimate_seconds(EXP.config("quick"), "cpu")
 
 
@@ -72,6 +66,21 @@ def test_points_cover_every_interval_one_tuned_run_and_four_hook_checks():
     assert [p.variant for p in only_tuned] == [iris.TUNED]
 
 
+def test_a_training_sample_is_one_run_of_the_configured_epochs(swept):
+    trained = swept[swept["variant"] != iris.HOOK_CHECK]
+    assert set(trained["unit"]) == {"epoch"} and set(trained["per_call"]) == {EPOCHS}
+    assert set(trained["per_sample"]) == {f"{EPOCHS:,} epochs"}
+    assert trained["n"].eq(1).all() and trained["noisy"].isna().all()  # one sample: never called quiet
+
+
+def test_the_hook_check_counts_its_calls_before_timing_one_forward_call(one_thread):
+    config = EXP.config("smoke")
+    workload = EXP.workload(Point("cpu", iris.HOOK_CHECK, {"call": "model(x)", "hook": True}), config, RunState())
+    assert workload.metrics == {"hook_calls": iris.CHECK_CALLS, "check_calls": iris.CHECK_CALLS}
+    assert workload.unit == "forward call" and workload.per_call == 1
+    assert workload.block_seconds == config["block_seconds"]
+
+
 def test_each_interval_records_its_number_of_loss_reads_and_syncs(swept):
     written = swept[swept["variant"] == iris.AS_WRITTEN].set_index("log_every")
     assert sorted(written.index) == sorted(INTERVALS)
@@ -82,6 +91,7 @@ def test_each_interval_records_its_number_of_loss_reads_and_syncs(swept):
         assert written.loc[k, "loss_curve_epochs"][-1:] == ([EPOCHS] if k else [])
     tuned = swept[swept["variant"] == iris.TUNED].iloc[0]
     assert tuned["host_syncs"] == 1 and tuned["losses_received"] == EPOCHS
+    assert not tuned["cuda_graph"]  # no graph on the CPU
 
 
 def test_the_loop_counts_every_read_it_makes(one_thread):
@@ -92,38 +102,64 @@ def test_the_loop_counts_every_read_it_makes(one_thread):
     assert training.reads == 1 and len(training.logged) == 30
 
 
+def test_the_loss_buffer_has_room_for_the_graph_helpers_extra_steps(one_thread):
+    fresh = Training("cpu", seed=0, lr=0.01, epochs=1)
+    fresh.buffered()
+    stepped = Training("cpu", seed=0, lr=0.01, epochs=1)
+    for _ in range(model.CAPTURE_STEPS):  # what core.graphs runs before handing back the replay
+        stepped.step_and_record()  # past the one epoch: an index out of the buffer would raise here
+    stepped.buffered()  # starts again from the seeded weights and the buffer's first entry
+    assert stepped.logged == fresh.logged and len(stepped.logged) == 1
+
+
+def test_a_failed_capture_falls_back_to_the_eager_step_and_records_why(monkeypatch, one_thread):
+    monkeypatch.setattr(model.graphs, "replay_or_eager", lambda step, device, watched, enabled=True: (step, "boom"))
+    workload = EXP.workload(Point("cpu", iris.TUNED, {"log_every": 1}), EXP.config("smoke"), RunState())
+    assert workload.metrics["cuda_graph"] is False and workload.metrics["cuda_graph_error"] == "boom"
+    assert workload.unit == "epoch" and workload.per_call == EXP.config("smoke")["epochs"] and workload.warmup == 1
+
+
 def test_tuned_learns_the_same_model_as_written_from_the_same_start(swept):
     every = swept[(swept["variant"] == iris.AS_WRITTEN) & (swept["log_every"] == 1)].iloc[0]
     tuned = swept[swept["variant"] == iris.TUNED].iloc[0]
     assert tuned["final_loss"] == pytest.approx(every["final_loss"], rel=1e-6)
     assert tuned["loss_curve"] == pytest.approx(every["loss_curve"], rel=1e-6)
     assert every["loss_curve"][-1] < every["loss_curve"][0]  # it did learn
-    same = iris.same_model(swept).iloc[0]
+    same = analysis.same_model(swept).iloc[0]
     assert same["tuned_vs_as_written"] < 1e-6 and same["host_syncs_tuned"] == 1
+    assert same["as_written_vs_cpu"] == 0  # the CPU against itself
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a CUDA device")
-def test_cuda_graph_replay_reaches_the_cpu_loss_with_one_read():
-    cpu, gpu = Training("cpu", 0, 0.01, 300), Training("cuda:0", 0, 0.01, 300)
+@pytest.mark.skipif(not CUDA_DEVICES, reason="CUDA graph capture needs a CUDA device")
+@pytest.mark.parametrize("device", CUDA_DEVICES or ["cuda:0"])
+def test_cuda_graph_replay_reaches_the_cpu_loss_with_one_read(device):
+    cpu, gpu = Training("cpu", 0, 0.01, 300), Training(device, 0, 0.01, 300)
     cpu.as_written(1)
-    gpu.capture()
-    gpu.graphed()
-    assert gpu.reads == 1 and [e for e, _ in gpu.logged] == list(range(1, 301))
-    assert [v for _, v in gpu.logged] == pytest.approx([v for _, v in cpu.logged], rel=1e-4)
-    assert gpu.evaluate()[0] == pytest.approx(cpu.evaluate()[0], rel=1e-4)
+    assert gpu.use_graph() is None and gpu.graphed
+    for _ in range(2):  # a second run starts again from the seeded weights
+        gpu.buffered()
+        assert gpu.reads == 1 and [e for e, _ in gpu.logged] == list(range(1, 301))
+        assert [v for _, v in gpu.logged] == pytest.approx([v for _, v in cpu.logged], rel=1e-4)
+        assert gpu.evaluate()[0] == pytest.approx(cpu.evaluate()[0], rel=1e-4)
 
 
 def test_only_model_call_runs_the_forward_hook(swept):
-    checks = iris.hook_checks(swept).set_index(["call", "hook"])["hook_calls"]
+    checks = analysis.hook_checks(swept).set_index(["call", "hook"])["hook_calls"]
     assert checks[("model(x)", True)] == iris.CHECK_CALLS
     assert checks[("model.forward(x)", True)] == 0
     assert checks[("model(x)", False)] == 0 and checks[("model.forward(x)", False)] == 0
-    assert iris.hook_verdict(swept).outcome == REPRODUCED
+    assert EXP.verdicts(swept, FIGURES)[2].outcome == REPRODUCED
+
+
+def test_a_hook_seen_through_forward_is_not_reproduced():
+    rows = hand_rows([{"device": "cpu", "variant": iris.HOOK_CHECK, "call": call, "hook": True,
+                       "hook_calls": 10, "check_calls": 10, "us_per_call": 5.0} for call in iris.CALLS],
+                     ("call", "hook"))
+    assert EXP.verdicts(rows, FIGURES)[2].outcome == NOT_REPRODUCED
 
 
 def test_cpu_only_records_need_a_gpu_for_the_gpu_claims(swept):
-    outcomes = [v.outcome for v in iris.verdicts(swept, results.load_published("iris"))]
-    assert outcomes == [NEEDS_GPU, NEEDS_GPU, REPRODUCED]
+    assert [v.outcome for v in EXP.verdicts(swept, FIGURES)] == [NEEDS_GPU, NEEDS_GPU, REPRODUCED]
 
 
 def _with_fake_gpu(rows: pd.DataFrame, per_epoch_factor: float, every_epoch_factor: float) -> pd.DataFrame:
@@ -140,30 +176,79 @@ def _with_fake_gpu(rows: pd.DataFrame, per_epoch_factor: float, every_epoch_fact
 
 
 def test_gpu_verdicts_follow_the_records(swept):
-    published = results.load_published("iris")
-    slow_gpu = iris.verdicts(_with_fake_gpu(swept, 4.0, 1.1), published)
+    slow_gpu = EXP.verdicts(_with_fake_gpu(swept, 4.0, 1.1), FIGURES)
     assert [v.outcome for v in slow_gpu[:2]] == [REPRODUCED, REPRODUCED]
-    fast_gpu_costly_reads = iris.verdicts(_with_fake_gpu(swept, 0.25, 3.0), published)
+    assert "4.40x the CPU's time" in slow_gpu[0].evidence and "1.10x the time of never" in slow_gpu[1].evidence
+    fast_gpu_costly_reads = EXP.verdicts(_with_fake_gpu(swept, 0.25, 3.0), FIGURES)
     assert [v.outcome for v in fast_gpu_costly_reads[:2]] == [NOT_REPRODUCED, NOT_REPRODUCED]
 
 
+def test_the_cpu_and_gpu_are_paired_only_on_one_machine_and_configuration():
+    def every_epoch(device, machine_id="m1", config_id="c1", us=100.0):
+        return {"device": device, "variant": iris.AS_WRITTEN, "log_every": 1, "machine_id": machine_id,
+                "config_id": config_id, "us_per_epoch": us, "seconds_per_20k_epochs": us * 0.02,
+                "median_s": us * 1e-3, "host_syncs": 1000}
+    other_machine = hand_rows([every_epoch("cpu"), every_epoch("cuda:0", machine_id="m2", us=400.0)], ("log_every",))
+    other_config = hand_rows([every_epoch("cpu"), every_epoch("cuda:0", config_id="c2", us=400.0)], ("log_every",))
+    same = hand_rows([every_epoch("cpu"), every_epoch("cuda:0", us=400.0)], ("log_every",))
+    assert EXP.verdicts(other_machine, FIGURES)[0].outcome == NO_DATA
+    assert EXP.verdicts(other_config, FIGURES)[0].outcome == NO_DATA
+    verdict = EXP.verdicts(same, FIGURES)[0]
+    assert verdict.outcome == REPRODUCED and "4.00x the CPU's time" in verdict.evidence
+
+
+def test_a_repeated_run_does_not_double_the_per_device_tables(swept):
+    again = swept.assign(run_id="iris-later", started="2999-01-01T00:00:00+00:00",
+                         us_per_epoch=swept["us_per_epoch"] * 2, median_s=swept["median_s"] * 2)
+    both = pd.concat([swept, again], ignore_index=True)
+    costs, first = analysis.read_costs(both), analysis.read_costs(swept)
+    assert len(costs) == 1 and costs["run_id"].iloc[0] == "iris-later"
+    assert costs["us_per_epoch_never"].iloc[0] == pytest.approx(2 * first["us_per_epoch_never"].iloc[0])
+    assert len(analysis.same_model(both)) == 1 and len(analysis.hook_checks(both)) == 4
+
+
+def test_published_figures_come_from_published_json_only(swept):
+    total_cpu, total_gpu = published.entry("iris-total.cpu"), published.entry("iris-total.gpu")
+    every_2000 = published.entry("iris-log-interval.gpu.log_every2000")
+    claim = EXP.about()["Claim"]
+    assert published.figure_text("iris-total.cpu") in claim and published.figure_text("iris-total.gpu") in claim
+    cpu_wins, logging, _ = EXP.verdicts(_with_fake_gpu(swept, 4.0, 1.1), FIGURES)
+    assert f"published {total_gpu['value'] / total_cpu['value']:.2f}x" in cpu_wins.evidence
+    assert f"{total_gpu['value'] / every_2000['value']:.2f}x the time of reading every 2,000" in logging.evidence
+    package = Path(iris.__file__).parent
+    source = " ".join(p.read_text(encoding="utf-8") for p in package.iterdir() if p.suffix in (".py", ".md"))
+    typed = [f"{v:g}" for v in FIGURES["value"] if f"{v:g}" in source]
+    assert typed == [], f"published figures typed into the package: {typed}"
+
+
 def test_analysis_and_charts_on_no_records():
-    empty = pd.DataFrame()
-    assert [v.outcome for v in iris.verdicts(empty, results.load_published("iris"))] == [NO_DATA] * 3
-    assert iris.read_costs(empty).empty and iris.same_model(empty).empty and iris.hook_checks(empty).empty
-    assert iris_charts.charts(empty, results.load_published("iris")) == []
+    empty = results.rows_frame([])
+    assert [v.outcome for v in EXP.verdicts(empty, FIGURES)] == [NO_DATA] * 3
+    assert analysis.read_costs(empty).empty and analysis.same_model(empty).empty and analysis.hook_checks(empty).empty
+    assert charts.charts(empty, FIGURES) == []
 
 
 def test_charts_show_published_series_beside_ours(swept):
-    charts = iris_charts.charts(swept, results.load_published("iris"))
-    assert len(charts) == 5
-    specs = [str(c.to_dict()) for c in charts]
+    drawn = charts.charts(swept, FIGURES)
+    assert len(drawn) == 5
+    specs = [str(c.to_dict()) for c in drawn]
     assert all("published" in s for s in specs[:2]) and "published" in specs[3]
     assert "model.forward(x)" in specs[4]
 
 
+def test_repeated_runs_are_one_bar_at_their_median_never_stacked(swept):
+    again = swept.assign(run_id="iris-later", started="2999-01-01T00:00:00+00:00",
+                         us_per_epoch=swept["us_per_epoch"] * 3)
+    bars = charts.per_epoch_cost(analysis.training_rows(pd.concat([swept, again])).assign(
+        machine_short="m", side="CPU"), FIGURES).to_dict()
+    values = next(iter(bars["datasets"].values()))
+    ours = [v for v in values if v["how"] == "as written, read every epoch" and "published" not in v["hardware"]]
+    every = swept[(swept["variant"] == iris.AS_WRITTEN) & (swept["log_every"] == 1)]["us_per_epoch"].iloc[0]
+    assert len(ours) == 1 and ours[0]["runs"] == 2 and ours[0]["us_per_epoch"] == pytest.approx(2 * every)
+
+
 def test_read_costs_give_a_per_read_price_and_the_tuned_epoch(swept):
-    costs = iris.read_costs(swept).iloc[0]
+    costs = analysis.read_costs(swept).iloc[0]
     assert costs["us_per_epoch_never"] > 0 and costs["us_per_epoch_tuned"] > 0
     assert costs["us_per_read"] is not None and costs["every_vs_never"] > 0
 

@@ -1,36 +1,36 @@
-import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from core import results, runner
-from core.charts import jacobian as jacobian_charts
-from core.experiments import jacobian
-from core.experiments.base import Point, SkipPoint
-from core.models import jacobian as net
+from core import analysis as shared, devices, published, results, runner, versions
+from core.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.experiments.base import Point, RunState, SkipPoint
+from core.experiments.jacobian import analysis, charts, experiment as jacobian, model as net
 from core.params import ConfigError
 from core.results import RecordWriter
-from core.verdicts import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from tests.helpers import hand_rows
 
 EXP = jacobian.EXPERIMENT
 SMALL = {"cpu_threads": 1}  # tiny operators crawl with two threads on a busy 2-core machine
 CHECKED_VAL = 10            # the full forms run here; the vectorized one is skipped for memory
+CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
 
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory) -> pd.DataFrame:
     """One small CPU run of every method with a free memory that admits the written call at val=10
     but not the vectorized one (whose identity is (400 val)² floats)."""
-    needed = [jacobian.COMPLEXITY[v].bytes(CHECKED_VAL, "cpu") for v in (jacobian.AS_WRITTEN, jacobian.VECTORIZED)]
+    heap_kept = jacobian.heap_keeps_blocks("cpu")
+    needed = [jacobian.COMPLEXITY[v].bytes(CHECKED_VAL, heap_kept) for v in (jacobian.AS_WRITTEN, jacobian.VECTORIZED)]
     assert needed[0] < needed[1]
     patch = pytest.MonkeyPatch()
-    patch.setattr(jacobian, "free_bytes", lambda device: float(sum(needed)))  # with memory_fraction 0.5
+    patch.setattr(devices, "free_memory", lambda device: float(sum(needed)))  # with memory_fraction 0.5
     folder = tmp_path_factory.mktemp("jacobian-results")
     config = EXP.config("smoke", SMALL | {"vals": (2, CHECKED_VAL), "per_sample_vals": (50,), "repeats": 1,
                                           "budget_s": 600.0})
     try:
         writer = RecordWriter("jacobian", "smoke", config, ["cpu"], results_dir=folder)
-        assert runner.run(jacobian.Jacobian(), config, ["cpu"], writer) == "complete"
+        assert runner.run(EXP, config, ["cpu"], writer) == "complete"
     finally:
         patch.undo()
     return results.rows_frame(results.load_records(folder), "jacobian")
@@ -56,8 +56,25 @@ def test_presets_are_valid_and_the_paper_one_has_the_write_up_points():
     for preset in ("smoke", "quick", "paper"):
         EXP.config(preset)
     paper = EXP.config("paper")
-    assert {100, 1000} <= set(paper["vals"]) and max(paper["per_sample_vals"]) >= 1_000_000
+    write_up_vals = set(published.load("jacobian")["val"].dropna().astype(int))
+    assert write_up_vals and write_up_vals <= set(paper["vals"]) and max(paper["per_sample_vals"]) >= 1_000_000
     assert EXP.estimate_seconds(EXP.config("smoke"), "cpu") < EXP.estimate_seconds(EXP.config("quick"), "cpu")
+
+
+def test_the_written_call_prior_passes_through_the_write_up_cpu_figures():
+    wall = published.load("jacobian")
+    cpu = wall[(wall["figure"] == "jacobian-wall") & (wall["device"] == "CPU")]
+    complexity = jacobian.COMPLEXITY[jacobian.AS_WRITTEN]
+    for val, seconds in zip(cpu["val"], cpu["value"]):
+        assert sum(c * t for c, t in zip(complexity.prior, complexity.terms(int(val)))) == pytest.approx(seconds)
+
+
+def test_the_heap_term_counts_only_without_the_malloc_setting_crossover_gives_its_runs():
+    written = jacobian.COMPLEXITY[jacobian.AS_WRITTEN].bytes
+    assert written(100, True) > 2 * written(100, False)
+    assert jacobian.heap_keeps_blocks("cpu", {}) == jacobian.GLIBC
+    assert not jacobian.heap_keeps_blocks("cpu", versions.run_environment())
+    assert not jacobian.heap_keeps_blocks("cuda:0", {})  # the caching allocator reuses the blocks
 
 
 @pytest.mark.parametrize("overrides, field, words", [
@@ -88,26 +105,60 @@ def test_points_put_the_written_call_first_and_sweep_per_sample_methods_further(
     assert vals(jacobian.AS_WRITTEN) == vals(jacobian.VECTORIZED) == [5, 10]
     assert vals(jacobian.TUNED) == vals(jacobian.JACREV) == [5, 10, 1000]
     assert not vals(jacobian.MOVE)  # a host-to-device copy needs a device
+    assert [p.params["val"] for p in EXP.points(config, "cuda:0") if p.variant == jacobian.MOVE] == [5, 10]
 
 
 def test_the_estimator_refuses_the_640_gb_vectorized_call_before_allocating_it():
     config = EXP.config("smoke", SMALL | {"memory_fraction": 1.0, "budget_s": 36_000.0})
     with pytest.raises(SkipPoint) as caught:
-        jacobian.Jacobian().estimate(Point("cpu", jacobian.VECTORIZED, {"val": 1000}), config)
+        EXP.workload(Point("cpu", jacobian.VECTORIZED, {"val": 1000}), config, RunState())
     estimate = caught.value.metrics
     assert estimate["estimated_bytes"] >= 640e9 and "GB" in str(caught.value) and "memory_fraction" in str(caught.value)
     assert estimate["estimated_seconds"] > 0 and estimate["time_fitted_on_vals"] == [1, 4]
 
 
 def test_the_time_budget_skips_with_the_quadratic_estimate(monkeypatch):
-    monkeypatch.setattr(jacobian, "free_bytes", lambda device: 1e15)
-    exp = jacobian.Jacobian()
+    monkeypatch.setattr(devices, "free_memory", lambda device: 1e15)
     config = EXP.config("smoke", SMALL | {"budget_s": 0.1})
-    with pytest.raises(SkipPoint, match="budget_s") as caught:
-        exp.estimate(Point("cpu", jacobian.AS_WRITTEN, {"val": 1000}), config)
-    a, b = caught.value.metrics["time_coefficients"]
-    assert caught.value.metrics["estimated_seconds"] == pytest.approx(a * 400 * 1000 + b * 400 * 1000**2)
-    assert len(exp.timings[("cpu", jacobian.AS_WRITTEN, 1)]) == 2  # calibrated at two small vals, once
+    run = RunState()
+    for val in (1000, 2000):  # the second estimate reuses the run's calibration
+        with pytest.raises(SkipPoint, match="budget_s") as caught:
+            EXP.estimate(Point("cpu", jacobian.AS_WRITTEN, {"val": val}), config, run)
+        a, b = caught.value.metrics["time_coefficients"]
+        assert caught.value.metrics["estimated_seconds"] == pytest.approx(a * 400 * val + b * 400 * val**2)
+    assert list(run.memo) == [("calibration", "cpu", jacobian.AS_WRITTEN, 1)]
+    assert [v for v, _ in run.memo[("calibration", "cpu", jacobian.AS_WRITTEN, 1)]] == [1, 4]
+
+
+def test_a_run_keeps_its_calibrations_to_itself_and_the_experiment_keeps_nothing(monkeypatch):
+    monkeypatch.setattr(devices, "free_memory", lambda device: 1e15)
+    config = EXP.config("smoke", SMALL)
+    first, second = RunState(), RunState()
+    EXP.estimate(Point("cpu", jacobian.TUNED, {"val": 5}), config, first)
+    assert first.memo and not second.memo
+    EXP.estimate(Point("cpu", jacobian.TUNED, {"val": 5}), config, second)
+    assert second.memo.keys() == first.memo.keys()  # the second run calibrated for itself
+    assert vars(EXP) == {}
+
+
+def _earlier_row(val: int, median: float, threads: int, status: str = "ok", variant=jacobian.AS_WRITTEN) -> dict:
+    return {"device": "cpu", "variant": variant, "params": {"val": val}, "status": status, "median": median,
+            "torch_threads": threads}
+
+
+def test_the_fit_follows_this_runs_earlier_points_with_the_same_threads(monkeypatch):
+    monkeypatch.setattr(devices, "free_memory", lambda device: 1e15)
+    a, b = 1e-4, 2e-6
+    seconds = lambda v: a * 400 * v + b * 400 * v * v
+    run = RunState()
+    run.rows = [_earlier_row(30, seconds(30), 1), _earlier_row(100, seconds(100), 1),
+                _earlier_row(300, 1e3, 2),                          # other threads
+                _earlier_row(200, 1e3, 1, status="skipped"),         # not measured
+                _earlier_row(400, 1e3, 1, variant=jacobian.TUNED)]  # another method
+    config = EXP.config("smoke", SMALL | {"budget_s": 36_000.0})
+    estimate = EXP.estimate(Point("cpu", jacobian.AS_WRITTEN, {"val": 150}), config, run)
+    assert estimate["time_fitted_on_vals"] == [30, 100] and not run.memo  # no calibration was needed
+    assert estimate["time_coefficients"] == pytest.approx([a, b], rel=1e-6)
 
 
 def test_the_time_model_fit_recovers_its_coefficients_without_negative_values():
@@ -123,13 +174,15 @@ def test_a_run_records_measured_and_skipped_points_with_their_estimates(swept):
     ok = swept[swept["point_status"] == "ok"]
     assert set(ok["variant"]) == {jacobian.AS_WRITTEN, jacobian.VECTORIZED, *jacobian.PER_SAMPLE}
     assert (ok["torch_threads"] == 1).all() and ok["estimated_seconds"].notna().all()
-    skipped = jacobian.skipped(swept)
+    assert set(ok["per_sample"]) == {"one Jacobian"}
+    assert (ok["warmup_calls"] == 1).all()  # the budget leaves room for a warm-up call everywhere
+    skipped = analysis.skipped(swept)
     assert list(zip(skipped["variant"], skipped["val"])) == [(jacobian.VECTORIZED, CHECKED_VAL)]
     assert skipped["estimated_gb"].iloc[0] > 0 and "memory_fraction" in skipped["reason"].iloc[0]
 
 
 def test_every_method_matches_the_written_call_in_the_records(swept):
-    table = jacobian.correctness(swept)
+    table = analysis.correctness(swept)
     checked = set(zip(table["variant"], table["val"]))
     assert {(m, v) for m in jacobian.PER_SAMPLE for v in (2, CHECKED_VAL)} <= checked
     assert (table["max_abs_diff_vs_naive"] < 1e-5).all()
@@ -141,47 +194,108 @@ def test_every_method_matches_the_written_call_in_the_records(swept):
 
 
 def test_cpu_only_records_need_a_gpu_for_the_claims(swept):
-    found = jacobian.verdicts(swept, results.load_published("jacobian"))
-    assert [v.outcome for v in found] == [NEEDS_GPU] * 3
-    assert all(chart.to_dict() for chart in jacobian_charts.charts(swept, results.load_published("jacobian")))
+    figures = published.load("jacobian")
+    assert [v.outcome for v in EXP.verdicts(swept, figures)] == [NEEDS_GPU] * 3
+    assert all(chart.to_dict() for chart in charts.charts(swept, figures))
+    assert set(EXP.tables(swept)) == set(analysis.TABLES)
 
 
 def test_the_move_code_path_runs_on_any_device():
     config = EXP.config("smoke", SMALL)
-    out = jacobian.Jacobian().measure(Point("cpu", jacobian.MOVE, {"val": 10}), config)
-    assert out["timing"]["median"] > 0 and out["metrics"]["estimated_bytes"] > 0
+    row = runner.measure_point(EXP, Point("cpu", jacobian.MOVE, {"val": 10}), config)
+    assert row["status"] == "ok" and row["unit"] == "move" and row["n"] == config["repeats"]
+    assert row["metrics"]["estimated_bytes"] > 0 and "max_abs_diff_vs_naive" not in row["metrics"]
 
 
-def synthetic(cpu: dict[int, float], gpu: dict[int, float], move_s: float = None) -> pd.DataFrame:
-    """Records as rows_frame lays them out: the written call's seconds per val on one machine."""
-    rows = [{"machine_id": "m1", "machine": "box", "device": device, "variant": jacobian.AS_WRITTEN,
-             "point_status": "ok", "val": val, "median_s": s}
-            for device, times in (("cpu", cpu), ("cuda:0", gpu)) for val, s in times.items()]
-    rows += [{"machine_id": "m1", "machine": "box", "device": "cpu", "variant": jacobian.TUNED, "point_status": "ok",
-              "val": val, "median_s": 1e-4} for val in (100, 1000)]
+@pytest.mark.skipif(not CUDA_DEVICES, reason="the GPU points need a CUDA device")
+@pytest.mark.parametrize("device", CUDA_DEVICES or ["cuda:0"])
+def test_gpu_points_match_the_written_call_and_record_their_peak_memory(device):
+    config = EXP.config("smoke", SMALL)
+    run = RunState()
+    for variant in (jacobian.AS_WRITTEN, jacobian.TUNED, jacobian.MOVE):
+        row = runner.measure_point(EXP, Point(device, variant, {"val": 6}), config, run)
+        run.rows.append(row)
+        assert row["status"] == "ok" and row["metrics"]["peak_bytes"] > 0
+    assert run.rows[1]["metrics"]["max_abs_diff_vs_naive"] < 1e-5
+
+
+# -- analysis on hand-made rows ----------------------------------------------------------------------------
+def _wall(device: str, val: int) -> float:
+    return published.entry(f"jacobian-wall.{device}.val{val}")["value"]
+
+
+def synthetic(cpu: dict[int, float], gpu: dict[int, float], move_s: float = None, **fields) -> pd.DataFrame:
+    """The written call's seconds per val on one machine's CPU and GPU, a per-sample method on the CPU."""
+    entries = [{"device": device, "variant": jacobian.AS_WRITTEN, "val": val, "median_s": s} | fields
+               for device, times in (("cpu", cpu), ("cuda:0", gpu)) for val, s in times.items()]
+    entries += [{"device": "cpu", "variant": jacobian.TUNED, "val": val, "median_s": 1e-4} | fields
+                for val in (100, 1000)]
     if move_s is not None:
-        rows.append({"machine_id": "m1", "machine": "box", "device": "cuda:0", "variant": jacobian.MOVE,
-                     "point_status": "ok", "val": 100, "median_s": move_s})
-    return pd.DataFrame(rows)
+        entries.append({"device": "cuda:0", "variant": jacobian.MOVE, "val": 100, "median_s": move_s} | fields)
+    return hand_rows(entries, ("val",))
 
 
 def test_verdicts_follow_the_records():
-    published = results.load_published("jacobian")
-    as_published = jacobian.verdicts(synthetic({100: 11.1, 1000: 524.0}, {100: 19.5, 1000: 192.0}, 0.002), published)
+    figures = published.load("jacobian")
+    move = published.entry("jacobian-move.gpu")["value"]
+    cpu, gpu = {v: _wall("cpu", v) for v in (100, 1000)}, {v: _wall("gpu", v) for v in (100, 1000)}
+    as_published = EXP.verdicts(synthetic(cpu, gpu, move), figures)
     assert [v.outcome for v in as_published] == [REPRODUCED] * 3
-    reversed_ = jacobian.verdicts(synthetic({100: 19.5, 1000: 192.0}, {100: 11.1, 1000: 524.0}, 0.05), published)
+    assert all(v.basis == "measured" for v in as_published)
+    reversed_ = EXP.verdicts(synthetic(gpu, cpu, 25 * move), figures)
     assert [v.outcome for v in reversed_] == [NOT_REPRODUCED] * 3
-    assert [v.outcome for v in jacobian.verdicts(pd.DataFrame(), published)] == [NO_DATA] * 3
+    assert [v.outcome for v in EXP.verdicts(pd.DataFrame(), figures)] == [NO_DATA] * 3
+
+
+def test_claim_texts_and_the_about_page_take_their_figures_from_published_json():
+    texts = [v.claim for v in EXP.verdicts(pd.DataFrame(), published.load("jacobian"))]
+    assert f"{_wall('gpu', 100):g} s" in texts[0] and f"{_wall('cpu', 100):g} s" in texts[0]
+    assert f"{published.entry('jacobian-move.gpu')['value'] * 1e3:g} ms" in texts[2]
+    assert published.figure_text("jacobian-wall.gpu.val1000") in EXP.about()["Claim"]
+    assert {"Claim", "Measured", "Why"} <= {k for k, v in EXP.about().items() if v}
+
+
+def test_a_verdict_on_an_extrapolated_written_call_is_estimated_and_says_from_which_vals():
+    a, b = 1e-4, 2e-6
+    cpu = {v: a * 400 * v + b * 400 * v * v for v in (10, 30, 100)}
+    gpu = {v: 2 * cpu[v] for v in (10, 30, 100)}
+    at_100, at_1000, _ = EXP.verdicts(synthetic(cpu, gpu), published.load("jacobian"))
+    assert at_100.outcome == REPRODUCED and at_100.basis == "measured"
+    assert at_1000.outcome == ESTIMATED and at_1000.basis == "estimated"
+    assert "fitted to val 30 and 100" in at_1000.evidence
+    assert "if it holds, the claim is not reproduced" in at_1000.evidence
+
+
+def test_the_gpu_and_cpu_are_paired_by_machine_and_configuration():
+    figures = published.load("jacobian")
+    cpu = synthetic({100: _wall("cpu", 100)}, {}, config_id="c1")
+    gpu = synthetic({}, {100: _wall("gpu", 100)}, config_id="c2")
+    assert EXP.verdicts(pd.concat([cpu, gpu]), figures)[0].outcome == NO_DATA
+    other_machine = synthetic({}, {100: _wall("gpu", 100)}, machine_id="m2", machine="m2")
+    assert EXP.verdicts(pd.concat([cpu, other_machine]), figures)[0].outcome == NO_DATA
+    same = pd.concat([cpu, synthetic({}, {100: _wall("gpu", 100)}, config_id="c1")])
+    measured = analysis.written_call_pairs(same, 100)
+    ratio = float(measured["naive_s"].iloc[0] / measured["cpu_naive_s"].iloc[0])
+    shared_speedup = shared.speedups(same[same["variant"] == jacobian.AS_WRITTEN])["speedup"].iloc[0]
+    assert ratio == pytest.approx(1 / shared_speedup)  # the shared pairing rule on measured rows
+
+
+def test_the_latest_complete_run_of_a_point_is_the_one_compared():
+    figures = published.load("jacobian")
+    old = synthetic({100: _wall("gpu", 100)}, {100: _wall("cpu", 100)}, run_id="r0",
+                    started="2025-01-01T00:00:00+00:00")
+    new = synthetic({100: _wall("cpu", 100)}, {100: _wall("gpu", 100)})
+    assert EXP.verdicts(pd.concat([old, new]), figures)[0].outcome == REPRODUCED
 
 
 def test_the_written_call_is_extrapolated_to_1000_from_its_quadratic_fit():
     a, b = 1e-4, 2e-6
     cpu = {v: a * 400 * v + b * 400 * v * v for v in (10, 30, 100)}
-    times = jacobian.naive_times(synthetic(cpu, {}), 1000)
+    times = analysis.naive_times(synthetic(cpu, {}), 1000)
     row = times.set_index("device").loc["cpu"]
     assert row["naive_s"] == pytest.approx(a * 400e3 + b * 400e6, rel=1e-6)
     assert row["naive_basis"].startswith("extrapolated")
-    speed = jacobian.speedups(synthetic(cpu, {})).set_index("val")
-    assert speed.loc[100, "naive_basis"] == "measured"
-    assert speed.loc[1000, "speedup"] == pytest.approx(row["naive_s"] / 1e-4)
-    assert np.isfinite(speed["speedup"]).all()
+    gains = analysis.gains_over_written(synthetic(cpu, {})).set_index("val")
+    assert gains.loc[100, "naive_basis"] == "measured"
+    assert gains.loc[1000, "gain"] == pytest.approx(row["naive_s"] / 1e-4)
+    assert list(gains.index) == [100, 1000]

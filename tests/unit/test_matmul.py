@@ -40,7 +40,7 @@ def test_crossover_is_the_first_size_from_which_the_gpu_always_wins():
     rows = _rows({"numpy": {16: 1.0, 64: 2.0, 200: 4.0, 512: 8.0},
                   "torch resident": {16: 5.0, 64: 1.0, 200: 5.0, 512: 2.0},
                   "torch copy pageable": {16: 9.0, 64: 9.0, 200: 9.0, 512: 9.0}})
-    found = analysis.crossovers(rows).set_index("variant")["crossover_size"]
+    found = analysis.crossover_sizes(rows).set_index("variant")["crossover_size"]
     assert found["torch resident"] == 512  # wins at 64, loses at 200, wins from 512 on
     assert pd.isna(found["torch copy pageable"])
 

@@ -375,3 +375,9 @@ def test_gpu_rows_of_another_machine_or_configuration_are_not_compared_and_the_v
     assert analysis.epoch_speedups(rows).empty
     paper = EXP.verdicts(rows, published.load("mlp_surface"))[0]
     assert paper.outcome == NO_DATA and "same configuration" in paper.evidence
+
+
+def test_the_shipped_records_give_tables_and_charts(shipped_results):
+    rows = results.rows_frame(results.load_records(), "mlp_surface")
+    assert len(EXP.tables(rows)["Final MSE of the surface runs per device and variant"]) > 0
+    assert all(c.to_dict() for c in EXP.charts(rows, published.load("mlp_surface")))

@@ -116,7 +116,8 @@ def _modest_gain(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     each = ", ".join(f"{r.speedup:.2f}x at batch {r.batch_size}" for r in best.sort_values("batch_size").itertuples())
     stated = published_speedups(figures)["speedup"]
     return Finding(low < median < high, f"As written: {each} (median {median:.2f}x; largest data size measured per "
-                                        f"batch). Published: {stated.min():.2f}x to {stated.max():.2f}x.")
+                                        f"batch). Published speedups (CPU time / GPU time): "
+                                        f"{stated.min():.2f}x to {stated.max():.2f}x.")
 
 
 def _gru_gain(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:

@@ -123,7 +123,8 @@ def _sweep_points(config: dict) -> Iterator[tuple[tuple[str, str, str], int, int
 def plan(config: dict) -> list[dict]:
     """The swept parameters of every point, without duplicates: the 1-D batch sweep, the 1-D data-size
     sweep, then each contrast model at its batch sizes."""
-    planned = ((("model", sweep[0]), ("batch_size", batch), ("rows", rows)) for sweep, batch, rows in _sweep_points(config))
+    planned = ((("model", sweep[0]), ("batch_size", batch), ("rows", rows))
+               for sweep, batch, rows in _sweep_points(config))
     return [dict(p) for p in dict.fromkeys(planned)]
 
 

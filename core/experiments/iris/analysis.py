@@ -83,7 +83,7 @@ def same_model(rows: pd.DataFrame) -> pd.DataFrame:
     tuned = tuned[[*DEVICE_KEYS, "final_loss", "host_syncs"]].rename(
         columns={"final_loss": "final_loss_tuned", "host_syncs": "host_syncs_tuned"})
     table = every.merge(on_cpu, on=DEVICE_KEYS, how="left").merge(tuned, on=DEVICE_KEYS, how="left")
-    cpu_loss = table["cpu_final_loss"].where(table["device"] != "cpu", table["final_loss"])
+    cpu_loss = table["cpu_final_loss"].mask(table["device"] == "cpu", table["final_loss"])
     table = table.assign(final_loss_as_written=table["final_loss"], host_syncs_as_written=table["host_syncs"],
                          tuned_vs_as_written=(table["final_loss_tuned"] - table["final_loss"]).abs(),
                          as_written_vs_cpu=(table["final_loss"] - cpu_loss).abs())

@@ -58,8 +58,8 @@ def gains_over_written(rows: pd.DataFrame) -> pd.DataFrame:
     (measured or extrapolated) over the fastest per-sample method's (`gain`)."""
     per_sample = _latest(rows, PER_SAMPLE)
     per_sample = per_sample[per_sample["val"] <= WRITE_UP_MAX_VAL]
-    best = (per_sample.sort_values("median_s").groupby([*SERIES, "val"]).head(1)
-            .rename(columns={"variant": "best_method", "median_s": "best_s"})[[*SERIES, "val", "best_method", "best_s"]])
+    best = (per_sample.sort_values("median_s").groupby([*SERIES, "val"]).head(1)[[*SERIES, "val", "variant", "median_s"]]
+            .rename(columns={"variant": "best_method", "median_s": "best_s"}))
     columns = [*SERIES, "val", "naive_s", "naive_basis", "best_method", "best_s", "gain"]
     if best.empty:
         return pd.DataFrame(columns=columns)
@@ -101,8 +101,8 @@ def _times_text(pairs: pd.DataFrame) -> str:
     each = []
     for _, r in pairs.iterrows():
         where = f" on {r['machine_id']}" if several else ""
-        each += [f"cpu{where} {duration(r['cpu_naive_s'])} {r['cpu_naive_basis']}",
-                 f"{r['device']}{where} {duration(r['naive_s'])} {r['naive_basis']}"]
+        each += [f"cpu{where}: {duration(r['cpu_naive_s'])}, {r['cpu_naive_basis']}",
+                 f"{r['device']}{where}: {duration(r['naive_s'])}, {r['naive_basis']}"]
     return "; ".join(dict.fromkeys(each))
 
 

@@ -6,14 +6,14 @@ and a point that would not fit the device's free memory or the time budget is sk
 import os
 import platform
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 import torch
 from scipy.optimize import nnls
 
-from core import devices, published, timing
+from core import devices, published, timing, versions
 from core.experiments.base import Experiment, Point, RunState, SkipPoint, Variant
 from core.experiments.jacobian import model as net
 from core.params import Param
@@ -30,18 +30,24 @@ MICRO_BELOW_S = 0.01       # calls estimated shorter than this are timed in bloc
 # glibc's heap keeps about one output-sized block per backward pass of the written call (measured with
 # peak RSS here: 0.76-0.84 x (400 val)^2 floats for val 30-100), unless MALLOC_MMAP_THRESHOLD_ makes it
 # map such blocks and unmap them when freed; the CUDA caching allocator reuses them. Runs started by
-# Crossover (app or CLI) set it (core.versions.run_environment), so there this is False.
-HEAP_KEEPS_BLOCKS = platform.libc_ver()[0] == "glibc" and "MALLOC_MMAP_THRESHOLD_" not in os.environ
+# Crossover (app or CLI) set it (core.versions.run_environment); glibc reads it once, at process start.
+GLIBC = platform.libc_ver()[0] == "glibc"
+
+
+def heap_keeps_blocks(device: str, env: Mapping[str, str] = os.environ) -> bool:
+    """Whether a process with this environment keeps the written call's freed blocks on this device."""
+    return GLIBC and devices.kind(device) == "cpu" and "MALLOC_MMAP_THRESHOLD_" not in env
 
 
 @dataclass(frozen=True)
 class Complexity:
-    """How a method's memory and time grow with val. `bytes` comes from its largest live tensors (checked
-    against peak RSS on a CPU); `terms` are the time model's terms, whose coefficients are fitted to the
-    two largest vals timed on the device in the same run, `calibration_vals` before any point is
-    measured; `prior` holds rough coefficients for the guess shown before a run only."""
+    """How a method's memory and time grow with val. `bytes(val, heap_keeps_blocks)` comes from its
+    largest live tensors (checked against peak RSS on a CPU); `terms` are the time model's terms, whose
+    coefficients are fitted to the two largest vals timed on the device in the same run,
+    `calibration_vals` before any point is measured; `prior` holds rough coefficients for the guess
+    shown before a run only."""
     formula: str
-    bytes: Callable[[int, str], float]
+    bytes: Callable[[int, bool], float]
     terms: Callable[[int], tuple[float, ...]]
     calibration_vals: tuple[int, int]
     prior: tuple[float, ...]
@@ -57,9 +63,9 @@ def fit_time_model(terms: list[tuple[float, ...]], seconds: list[float]) -> np.n
     return coefficients / scale
 
 
-def _naive_bytes(val: int, kind: str) -> float:
+def _naive_bytes(val: int, heap_kept: bool) -> float:
     rows = 2 * FLOAT * net.OUTPUTS * val ** 2 + 300 * net.OUTPUTS * val  # the rows, their stack, a tensor object each
-    heap = 0.9 * FLOAT * (net.OUTPUTS * val) ** 2 if kind == "cpu" and HEAP_KEEPS_BLOCKS else 0.0
+    heap = 0.9 * FLOAT * (net.OUTPUTS * val) ** 2 if heap_kept else 0.0
     return rows + heap
 
 
@@ -84,14 +90,15 @@ COMPLEXITY = {
     AS_WRITTEN: Complexity("a·400val + b·400val²", _naive_bytes, _naive_terms, (1, 4),
                            _fitted_to_write_up_cpu(_naive_terms)),
     # the (400 val)² identity dominates, plus about 15% for the batched backward pass
-    VECTORIZED: Complexity("a + b·val²", lambda v, k: 1.2 * FLOAT * (net.OUTPUTS * v) ** 2,
+    VECTORIZED: Complexity("a + b·val²", lambda v, _: 1.2 * FLOAT * (net.OUTPUTS * v) ** 2,
                            lambda v: (1.0, float(v * v)), (1, 4), (0.01, 8e-4)),
     # jacrev's 400 x 400 basis is materialised per sample under vmap
-    JACREV: Complexity("a + b·val", lambda v, k: 1.25 * FLOAT * net.OUTPUTS ** 2 * v, _linear, (10, 100), (5e-3, 1e-3)),
+    JACREV: Complexity("a + b·val", lambda v, _: 1.25 * FLOAT * net.OUTPUTS ** 2 * v, _linear, (10, 100),
+                       (5e-3, 1e-3)),
     # forward mode: primal and tangent of every layer (peak RSS 4.3 and 5.3 x 400 floats per sample)
-    JACFWD: Complexity("a + b·val", lambda v, k: 5 * FLOAT * net.OUTPUTS * v, _linear, (10, 100), (2e-3, 5e-5)),
-    TUNED: Complexity("a + b·val", lambda v, k: 6 * FLOAT * net.OUTPUTS * v, _linear, (10, 100), (1e-3, 2e-5)),
-    MOVE: Complexity("a + b·val", lambda v, k: FLOAT * (v + net.PARAMETERS), _linear, (10, 100), (1e-4, 1e-9)),
+    JACFWD: Complexity("a + b·val", lambda v, _: 5 * FLOAT * net.OUTPUTS * v, _linear, (10, 100), (2e-3, 5e-5)),
+    TUNED: Complexity("a + b·val", lambda v, _: 6 * FLOAT * net.OUTPUTS * v, _linear, (10, 100), (1e-3, 2e-5)),
+    MOVE: Complexity("a + b·val", lambda v, _: FLOAT * (v + net.PARAMETERS), _linear, (10, 100), (1e-4, 1e-9)),
 }
 
 
@@ -146,7 +153,7 @@ class Jacobian(Experiment):
         """Memory and time of one call, and the device's free memory; raises SkipPoint (with them) when
         the call would not fit `memory_fraction` of the free memory or the time budget."""
         complexity, val, device = COMPLEXITY[point.variant], point.params["val"], point.device
-        needed, free = complexity.bytes(val, devices.kind(device)), devices.free_memory(device)
+        needed, free = complexity.bytes(val, heap_keeps_blocks(device)), devices.free_memory(device)
         coefficients, fitted_on = self._fit(point.variant, device, config, run)
         estimate = {"estimated_bytes": needed, "free_bytes": free,
                     "estimated_seconds": float(np.dot(coefficients, complexity.terms(val))),
@@ -175,12 +182,14 @@ class Jacobian(Experiment):
         return extrapolation_fit(variant, per_val)
 
     def estimate_seconds(self, config: dict, device: str) -> float:
-        """The pre-run guess: the prior coefficients, points over the budget or memory counted as skipped."""
+        """The pre-run guess: the prior coefficients, points over the budget or memory counted as skipped,
+        for a run started by Crossover (its environment, not this process's)."""
         total, free = 0.0, devices.free_memory(device)
+        heap_kept = heap_keeps_blocks(device, versions.run_environment())
         for point in self.points(config, device):
             complexity, val = COMPLEXITY[point.variant], point.params["val"]
             one = float(np.dot(complexity.prior, complexity.terms(val)))
-            if one > config["budget_s"] or complexity.bytes(val, devices.kind(device)) > config["memory_fraction"] * free:
+            if one > config["budget_s"] or complexity.bytes(val, heap_kept) > config["memory_fraction"] * free:
                 continue
             total += min(max(one, config["budget_s"]), (config["repeats"] + 1) * max(one, config["block_seconds"]))
         return total + 2.0 * len(self.variants_for(config, device))  # calibration

@@ -16,7 +16,7 @@ def gains(rows: pd.DataFrame) -> pd.DataFrame:
     return compared[~compared["variant"].isin(TRANSFERS)] if len(compared) else compared
 
 
-def crossovers(rows: pd.DataFrame) -> pd.DataFrame:
+def crossover_sizes(rows: pd.DataFrame) -> pd.DataFrame:
     """Per machine and GPU product: the smallest size from which it beats numpy at every larger size."""
     products = gains(rows)
     products = products[products["variant"].isin(GPU_PRODUCTS)] if len(products) else products
@@ -42,4 +42,4 @@ CLAIMS = [
     Claim(f"With copies both ways every time, the GPU runs at about {figure_text(COPIED)} numpy's speed: as "
           "slow as numpy", _gain_at_claim_size("torch copy pageable"), WITHIN_2X, (COPIED,)),
 ]
-TABLES = {"Crossover: the smallest size from which each GPU variant beats numpy at every larger size": crossovers}
+TABLES = {"Crossover: the smallest size from which each GPU variant beats numpy at every larger size": crossover_sizes}

@@ -12,7 +12,7 @@ PAPER_SAMPLES = 40_000
 PAPER_SPEEDUP = "surface-speedup.gpu.samples40000"
 IDENTICAL_FRACTION = 0.05  # surfaces closer than this share of the target's range look identical
 SAME_SPEED_FACTOR = 2.0  # "no difference": CPU and GPU within this factor of each other
-SPEEDUP_COLUMNS = ["run_id", "machine", "device", "device_name", "variant", "role", "training_samples", "epochs",
+SPEEDUP_COLUMNS = ["run_id", "machine", "device", "device_name", "variant", "role", "samples", "epochs",
                    "cpu_seconds_per_epoch", "seconds_per_epoch", "speedup", "cuda_graph"]
 
 
@@ -32,14 +32,15 @@ def crossover_sizes(rows: pd.DataFrame) -> pd.DataFrame:
     """Per machine, accelerator and variant: the smallest swept sample count from which it beats the CPU
     at every larger swept size (None when it never does)."""
     sweep = epoch_speedups(rows)
-    found = analysis.crossovers(sweep[sweep["role"] == "sweep"], "training_samples", ["machine", "device", "variant"])
+    found = analysis.crossovers(sweep[sweep["role"] == "sweep"], "samples",
+                                ["machine", "device", "variant"])
     return found.rename(columns={"crossover": "gpu_faster_from_samples", "compared": "sizes_compared"})
 
 
 def surface_differences(rows: pd.DataFrame) -> pd.DataFrame:
     """Per machine, accelerator and variant, the largest |accelerator surface - CPU surface| on the 40 x 40
     grid of the same surface point, with both final MSEs."""
-    cols = ["machine", "variant", "device", "training_samples", "epochs", "cpu_final_mse", "gpu_final_mse",
+    cols = ["machine", "variant", "device", "samples", "epochs", "cpu_final_mse", "gpu_final_mse",
             "max_abs_surface_diff", "diff_share_of_target_range"]
     found = analysis.ok(rows)
     if found.empty or "surface" not in found:
@@ -53,7 +54,7 @@ def surface_differences(rows: pd.DataFrame) -> pd.DataFrame:
 
 def final_losses(rows: pd.DataFrame) -> pd.DataFrame:
     """The surface runs' outcome per device and variant: final MSE, whether it diverged, time."""
-    cols = ["run_id", "machine", "device", "variant", "training_samples", "epochs", "final_mse", "diverged",
+    cols = ["run_id", "machine", "device", "variant", "samples", "epochs", "final_mse", "diverged",
             "median_s", "seconds_per_epoch"]
     found = analysis.ok(rows)
     if found.empty or "final_mse" not in found:
@@ -65,7 +66,7 @@ def at_paper_size(frame: pd.DataFrame, variant: str) -> pd.DataFrame:
     """Points at 40,000 samples; the surface run's (the longest training) when there is one."""
     if frame.empty:
         return frame
-    part = frame[(frame["variant"] == variant) & (frame["training_samples"] == PAPER_SAMPLES)]
+    part = frame[(frame["variant"] == variant) & (frame["samples"] == PAPER_SAMPLES)]
     return part[part["role"] == "surface"] if (part["role"] == "surface").any() else part
 
 
@@ -103,14 +104,16 @@ def _check_paper_speedup(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
 def _swept(rows: pd.DataFrame, low: int, high: int) -> pd.DataFrame:
     """The as-written sweep's speed-ups from `low` to `high` samples."""
     sp = analysis.require(epoch_speedups(rows), rows)
-    part = sp[(sp["variant"] == AS_WRITTEN) & (sp["role"] == "sweep") & sp["training_samples"].between(low, high)]
+    sweep = sp[(sp["variant"] == AS_WRITTEN) & (sp["role"] == "sweep")]
+    part = sweep[sweep["samples"].between(low, high)]
     if part.empty:
         raise NoFinding(analysis.NO_DATA, f"No swept size from {low:,} to {high:,} samples.")
     return part
 
 
 def _sizes(part: pd.DataFrame) -> str:
-    return ", ".join(f"{s:,}: {x:.2f}x" for s, x in part.groupby("training_samples")["speedup"].median().items())
+    medians = part.groupby("samples")["speedup"].median()
+    return ", ".join(f"{size:,}: {x:.2f}x" for size, x in medians.items())
 
 
 def _check_small_cpu_faster(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
@@ -133,7 +136,7 @@ def _check_gpu_ahead(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
 
 def _check_loader(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     compared = analysis.relative_to(rows, AS_WRITTEN, "seconds_per_epoch")
-    loader = compared[(compared["variant"] == WITH_LOADER) & (compared["training_samples"] == PAPER_SAMPLES)
+    loader = compared[(compared["variant"] == WITH_LOADER) & (compared["samples"] == PAPER_SAMPLES)
                       & analysis.on_accelerator(compared)] if len(compared) else compared
     if loader.empty and analysis.on_accelerator(analysis.ok(rows)).any():
         raise NoFinding(analysis.NO_DATA, "No GPU point of both variants at 40,000 samples (a skipped point has "

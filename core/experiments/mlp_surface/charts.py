@@ -14,7 +14,7 @@ from core.experiments.mlp_surface.model import HIGH, LOW, SURFACE_GRID, surface_
 
 PANEL_SIZE = 170
 COLUMNS = 3
-TIME_TOOLTIP = ["epochs", "training_samples", "iqr_s", "seconds_per_epoch", "machine", "run_id"]
+TIME_TOOLTIP = ["epochs", "samples", "iqr_s", "seconds_per_epoch", "machine", "run_id"]
 
 
 def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
@@ -85,7 +85,8 @@ def _diverged_note(run: pd.DataFrame) -> str:
 
 def _run_title(run: pd.DataFrame) -> str:
     first = run.iloc[0]
-    return f"{first['training_samples']:,} samples, {first['epochs']:,} epochs, run {first['run_id']} on {first['machine']}"
+    return (f"{first['samples']:,} samples, {first['epochs']:,} epochs, run {first['run_id']} on "
+            f"{first['machine']}")
 
 
 def surface_heatmaps(run: pd.DataFrame) -> alt.Chart:
@@ -156,14 +157,14 @@ def _log_baseline(values: pd.Series) -> float:
 def crossover_lines(ok: pd.DataFrame) -> alt.Chart:
     sweep = ok[ok["role"] == "sweep"] if len(ok) else ok
     return measured_lines(sweep.assign(ms_per_epoch=sweep["seconds_per_epoch"] * 1e3) if len(sweep) else sweep,
-                          "training_samples", "ms_per_epoch", title="Sample-size sweep: time per epoch",
+                          "samples", "ms_per_epoch", title="Sample-size sweep: time per epoch",
                           x_title="training samples (log scale)", y_title="milliseconds per epoch (log scale)",
                           tooltip=["grid", "epochs", "steps_per_epoch", "torch_threads"])
 
 
 def speedup_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
     """CPU time / GPU time per epoch against the sample count: the sweep as lines, the surface runs as
-    squares, the write-up's 200x as a diamond."""
+    squares, the write-up's figure as a diamond."""
     sp = epoch_speedups(rows)
     sp = sp.assign(series="measured · " + sp["variant"] + " · " + sp["device"] + " (" + sp["machine"].str[:30] + ")",
                    value=sp["speedup"])
@@ -171,10 +172,11 @@ def speedup_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Cha
         x=alt.X("samples:Q", title="training samples (log scale)", scale=alt.Scale(type="log")),
         y=alt.Y("value:Q", title="CPU time / GPU time per epoch (log scale)", scale=alt.Scale(type="log")),
         color=alt.Color("series:N", title="series"),
-        tooltip=["series", "training_samples", "epochs", "role", "cpu_seconds_per_epoch", "seconds_per_epoch", "speedup",
-                 "run_id"],
+        tooltip=["series", "samples", "epochs", "role", "cpu_seconds_per_epoch", "seconds_per_epoch",
+                 "speedup", "run_id"],
     )
     sweep = base.mark_line(point=True).properties(data=sp[sp["role"] == "sweep"])
     surface_runs = base.mark_square(size=120).properties(data=sp[sp["role"] == "surface"])
-    return alt.layer(sweep, surface_runs, published_points(published, "training_samples"),
+    stated = published_points(published, "samples")
+    return alt.layer(sweep, surface_runs, stated,
                      title="GPU speed-up over the CPU (above 1: the GPU is faster; squares: the surface run)")

@@ -75,7 +75,7 @@ class MlpSurface(Experiment):
     def estimate_seconds(self, config: dict, device: str) -> float:
         total = 0.0
         for point in self.points(config, device):
-            per_epoch = _epoch_seconds_guess(point.variant, devices.kind(device), point.params["training_samples"],
+            per_epoch = _epoch_seconds_guess(point.variant, devices.kind(device), point.params["samples"],
                                              config["batch_size"])
             timed = per_epoch * point.params["epochs"] * config["repeats"]
             probe = (1 + PROBE_REPEATS) * PROBE_EPOCHS * per_epoch
@@ -84,7 +84,7 @@ class MlpSurface(Experiment):
 
 
 def _point_params(role: str, side: int, epochs: int) -> dict:
-    return {"role": role, "grid": side, "training_samples": side * side, "epochs": epochs}
+    return {"role": role, "grid": side, "samples": side * side, "epochs": epochs}
 
 
 def _skip_if_too_long(trainer: Trainer, device: str, epochs: int, config: dict, run: RunState) -> None:

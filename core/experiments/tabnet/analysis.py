@@ -46,12 +46,14 @@ def final_losses(rows: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index().rename_axis(columns=None)
 
 
-def _as_written_by_size(rows: pd.DataFrame) -> tuple[pd.Series, str]:
-    """The as-written CPU/GPU ratio per batch size (median over the pairs), and how many pairs that is."""
-    found = cpu_over_gpu(rows)
-    pairs = analysis.require(found[found["variant"] == AS_WRITTEN], rows)
-    gpus = pairs[["machine", "device"]].drop_duplicates()
-    return pairs.groupby("batch_size")["speedup"].median().sort_index(), f"{len(gpus)} GPU(s)"
+def _as_written_pairs(rows: pd.DataFrame) -> pd.DataFrame:
+    found = analysis.speedups(rows)
+    return analysis.require(found[found["variant"] == AS_WRITTEN], rows)
+
+
+def _by_size(pairs: pd.DataFrame) -> pd.Series:
+    """The CPU/GPU ratio per batch size, the median over the pairs."""
+    return pairs.groupby("batch_size")["speedup"].median().sort_index()
 
 
 def _ratios_text(by_size: pd.Series) -> str:
@@ -63,14 +65,15 @@ def _theirs(published: pd.DataFrame) -> str:
 
 
 def _gain_grows(rows: pd.DataFrame, published: pd.DataFrame) -> Finding:
-    by_size, over = _as_written_by_size(rows)
+    pairs = _as_written_pairs(rows)
+    by_size, gpus = _by_size(pairs), len(pairs[["machine_id", "device"]].drop_duplicates())
     growing = len(by_size) > 1 and by_size.iloc[-1] > by_size.iloc[0]
-    return Finding(growing, f"CPU/GPU time per epoch, as written (median over {over}): {_ratios_text(by_size)}. "
-                            f"The write-up's ratios: {_theirs(published)}.")
+    return Finding(growing, f"CPU/GPU time per epoch, as written (median over {gpus} GPU(s)): "
+                            f"{_ratios_text(by_size)}. The write-up's ratios: {_theirs(published)}.")
 
 
 def _gain_modest(rows: pd.DataFrame, published: pd.DataFrame) -> Finding:
-    by_size, _ = _as_written_by_size(rows)
+    by_size = _by_size(_as_written_pairs(rows))
     low, high = GAIN_RANGE
     best = by_size.max()
     return Finding(low <= best <= high, f"The best measured gain, as written, is {best:.2f}x (at batch size "
