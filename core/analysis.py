@@ -178,7 +178,7 @@ def _value(row: pd.Series) -> str:
 
 
 def _qualifier(row: pd.Series) -> str:
-    params = {k: row[k] for k in ("batch_size", "log_every", "val", "size", "model", "variant")
+    params = {k: row[k] for k in ("batch_size", "epochs", "log_every", "val", "size", "samples", "model", "variant")
               if k in row and pd.notna(row[k])}
     return f" ({', '.join(f'{k} {v:g}' if isinstance(v, float) else f'{k} {v}' for k, v in params.items())})" if params else ""
 

@@ -211,7 +211,7 @@ class Tuned:
         eager = partial(self._eager_step, static_index)
         start = [p.detach().clone() for p in self.model.parameters()]
         replay, error = graphs.replay_or_eager(eager, self.device, self.model.parameters(), cuda_graph)
-        pass
+        self._restore(start)
         if replay is eager:
             return self._eager_step, False, error
 
