@@ -45,4 +45,6 @@ def test_every_experiment_declares_the_three_presets_and_valid_defaults():
         assert {"smoke", "quick", "paper"} <= set(exp.presets), exp.name
         for preset in ("smoke", "quick", "paper"):
             exp.config(preset)  # every preset passes its own checks
-        assert exp.claim and exp.summary and exp.source, exp.name
+        about = exp.about()
+        assert about["Claim"] and about["Measured"] and about["Why"] and exp.source, exp.name
+        assert "{published:" not in " ".join(about.values()), exp.name  # every figure reference resolved

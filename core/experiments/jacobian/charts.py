@@ -22,11 +22,11 @@ def time_per_call(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
     their estimated time."""
     measured = ok(rows)
     timed = measured[measured["variant"] != MOVE]
-    measured = measured_lines(timed.assign(seconds=timed["median_s"]), "val", "seconds",
-                              title="Time per Jacobian (log-log; crosses: skipped points at their estimate)",
-                              x_title="val (samples in the batch)", y_title=f"seconds per {JACOBIAN} (median)")
+    lines = measured_lines(timed.assign(seconds=timed["median_s"]), "val", "seconds",
+                           title="Time per Jacobian (log-log; crosses: skipped points at their estimate)",
+                           x_title="val (samples in the batch)", y_title=f"seconds per {JACOBIAN} (median)")
     wall = published[published["figure"] == "jacobian-wall"]
-    layers = [measured, published_points(wall, "val")]
+    layers = [lines, published_points(wall, "val")]
     skipped = rows[rows["point_status"] == "skipped"] if len(rows) else rows
     if len(skipped) and "estimated_seconds" in skipped.columns:
         skipped = skipped[skipped["estimated_seconds"] > 0]
