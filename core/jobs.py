@@ -46,7 +46,7 @@ def _spawn(exp, device_names, preset, config, run_id, lock_fd) -> subprocess.Pop
     with open(logs / f"{run_id}.log", "w") as log:
         return subprocess.Popen(command, cwd=settings.APP_ROOT, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, pass_fds=(lock_fd,), start_new_session=True,
-                                env=versions.run_environment() | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"})
+                                env=versions.run_environment(exp.malloc_mmap_threshold) | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"})
 
 
 def current() -> dict | None:

@@ -7,9 +7,7 @@ from functools import lru_cache
 
 from core import __version__, settings
 
-# glibc returns freed blocks of 64 kB and more to the system instead of growing the heap: without it the
-# written Jacobian call's resident memory grows by gigabytes (see the jacobian experiment's about.md).
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}
+MALLOC_ENV = "MALLOC_MMAP_THRESHOLD_"
 RECORDED_ENV = ("MALLOC_MMAP_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 
 
@@ -33,10 +31,11 @@ def environment() -> dict:
     return {name: os.environ.get(name) for name in RECORDED_ENV}
 
 
-def run_environment() -> dict:
-    """The environment a run's process should start with: on glibc, the malloc setting above (kept when
-    the user chose one)."""
+def run_environment(mmap_threshold: int | None) -> dict:
+    """The environment a run's process should start with: on glibc, an experiment's malloc mmap threshold
+    (glibc reads it once, at start; a value the user set wins). Only experiments that ask for it get it:
+    it makes every allocation above the threshold a fresh mapping, which slows allocation-heavy loops."""
     env = dict(os.environ)
-    if platform.libc_ver()[0] == "glibc":
-        env = MALLOC_ENV | env
+    if mmap_threshold and platform.libc_ver()[0] == "glibc":
+        env.setdefault(MALLOC_ENV, str(mmap_threshold))
     return env

@@ -29,8 +29,8 @@ FLOAT = 4                  # bytes per float32
 MICRO_BELOW_S = 0.01       # calls estimated shorter than this are timed in blocks (torch.utils.benchmark)
 # glibc's heap keeps about one output-sized block per backward pass of the written call (measured with
 # peak RSS here: 0.76-0.84 x (400 val)^2 floats for val 30-100), unless MALLOC_MMAP_THRESHOLD_ makes it
-# map such blocks and unmap them when freed; the CUDA caching allocator reuses them. Runs started by
-# Crossover (app or CLI) set it (core.versions.run_environment); glibc reads it once, at process start.
+# map such blocks and unmap them when freed; the CUDA caching allocator reuses them. Crossover starts this
+# experiment's runs (app or CLI) with it (`malloc_mmap_threshold`); glibc reads it once, at process start.
 GLIBC = platform.libc_ver()[0] == "glibc"
 
 
@@ -104,6 +104,7 @@ COMPLEXITY = {
 
 class Jacobian(Experiment):
     """Keeps no state: calibrations and reference results live in the run's RunState."""
+    malloc_mmap_threshold = 65536  # resident memory grows 1.7 GB at val=60 without it, 58 MB with it
     name = "jacobian"
     title = "Jacobian: the quadratic call and the per-sample methods"
     order = 50
@@ -185,7 +186,7 @@ class Jacobian(Experiment):
         """The pre-run guess: the prior coefficients, points over the budget or memory counted as skipped,
         for a run started by Crossover (its environment, not this process's)."""
         total, free = 0.0, devices.free_memory(device)
-        heap_kept = heap_keeps_blocks(device, versions.run_environment())
+        heap_kept = heap_keeps_blocks(device, versions.run_environment(self.malloc_mmap_threshold))
         for point in self.points(config, device):
             complexity, val = COMPLEXITY[point.variant], point.params["val"]
             one = float(np.dot(complexity.prior, complexity.terms(val)))
