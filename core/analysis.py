@@ -149,7 +149,7 @@ def referenced(claim: Claim, published: pd.DataFrame) -> pd.DataFrame:
 
 
 def published_text(figures: pd.DataFrame) -> str:
-    """'Published (source title): CPU 2.93 s (hardware), GPU 11.29 s (hardware).'"""
+    """'Published (source title; hardware): CPU <value> <unit>, GPU <value> <unit> (<params>).'"""
     if figures.empty:
         return ""
     each = ", ".join(f"{r['device']} {_value(r)}{_qualifier(r)}" for _, r in figures.iterrows())

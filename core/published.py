@@ -30,6 +30,6 @@ def entry(figure_id: str) -> dict:
 
 
 def figure_text(figure_id: str) -> str:
-    """A figure as prose shows it: '2.93 s', '6x'."""
+    """A figure as prose shows it: its value and unit, or a ratio with an x."""
     e = entry(figure_id)
     return f"{e['value']:g}x" if e["unit"] == "x" else f"{e['value']:g} {e['unit']}"

@@ -148,7 +148,7 @@ class Experiment:
 
 
 def parse_about(text: str) -> dict[str, str]:
-    """`## Section` blocks; `{published:ID}` becomes that figure from core/published.json ("2.93 s")."""
+    """`## Section` blocks; `{published:ID}` becomes that figure from core/published.json (value and unit)."""
     text = re.sub(r"\{published:([^}]+)\}", lambda m: figure_text(m.group(1)), text)
     parts = re.split(r"^## +(.+?)\s*$", text, flags=re.M)
     sections = {name: body.strip() for name, body in zip(parts[1::2], parts[2::2])}

@@ -1,5 +1,3 @@
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -31,6 +29,15 @@ def test_every_page_renders_with_the_shipped_results(page, shipped_results):
     assert not at.exception
     if page.stem in experiments.registry() and not results.rows_frame(results.load_records(), page.stem).empty:
         assert at.get("vega_lite_chart"), f"{page.stem} shows no chart despite shipped results"
+
+
+@pytest.mark.parametrize("name", list(experiments.registry()))
+def test_every_experiment_page_without_results_invites_a_run(name, results_dir):
+    at = app(f"pages/{name}.py")
+    assert not at.exception and not at.get("vega_lite_chart")
+    assert any("No measured results yet" in i.value for i in at.info)
+    assert any(b.label == "Run" for b in at.button)
+    assert {m.value.split("**")[1] for m in at.markdown if m.value.startswith(":")} == {"no data yet"}
 
 
 def test_matmul_page_shows_charts_verdicts_table_and_rerun_panel(results_dir):

@@ -14,11 +14,3 @@ def test_page_shows_charts_verdicts_tables_and_the_explanation(results_dir, one_
     assert "Why `.item()` costs a synchronisation but little time" in text
     assert f"took {published.figure_text('iris-total.cpu')} on an i9-12900KF" in text  # the claim, from about.md
     assert len(at.dataframe) >= 4  # three analysis tables and all measured points
-
-
-def test_page_without_results_invites_a_run(results_dir):
-    at = render("pages/iris.py")
-    assert not at.exception
-    assert not at.get("vega_lite_chart")
-    assert any("No measured results yet" in i.value for i in at.info)
-    assert any(b.label == "Run" for b in at.button)

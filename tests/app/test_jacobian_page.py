@@ -22,11 +22,3 @@ def test_page_shows_charts_verdicts_tables_and_the_explanation(small_record):
     assert len(at.dataframe) == 4  # correctness, gains over the written call, skipped points, all measured points
     skipped = at.dataframe[2].value
     assert {(v, n) for v, n in zip(skipped["variant"], skipped["val"])} >= {(jacobian.VECTORIZED, 1000)}
-
-
-def test_page_without_results_invites_a_run(results_dir):
-    at = render("pages/jacobian.py")
-    assert not at.exception
-    assert not at.get("vega_lite_chart")
-    assert any("No measured results yet" in i.value for i in at.info)
-    assert any(b.label == "Run" for b in at.button)

@@ -2,7 +2,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import published
-from core.analysis import NEEDS_GPU, NO_DATA
+from core.analysis import NEEDS_GPU
 from tests.helpers import page_text, render, smoke_record
 
 PAPER_FIGURE = published.figure_text("surface-speedup.gpu.samples40000")
@@ -15,14 +15,6 @@ def page() -> AppTest:
 @pytest.fixture
 def cpu_run(results_dir, one_thread):
     smoke_record("mlp_surface", epochs=20, sweep_grids=(10,), variants=("as written", "tuned"))
-
-
-def test_page_without_records_says_so_and_checks_no_claim():
-    at = page()
-    assert not at.exception
-    assert any("No measured results yet" in i.value for i in at.info)
-    assert not at.get("vega_lite_chart")
-    assert f"**{NO_DATA}**" in page_text(at) and "reproduced**" not in page_text(at)
 
 
 def test_page_draws_surfaces_losses_times_and_the_crossover_from_a_run(cpu_run):
