@@ -16,7 +16,6 @@ NOT_REPRODUCED = "not reproduced"
 ESTIMATED = "estimated"
 NEEDS_GPU = "needs a GPU to tell"
 NO_DATA = "no data yet"
-OUTCOMES = (REPRODUCED, NOT_REPRODUCED, ESTIMATED, NEEDS_GPU, NO_DATA)
 
 POINT_KEYS = ["machine_id", "config_id", "variant", "point"]   # one point of one configuration on a machine
 
@@ -167,6 +166,19 @@ def require(found: pd.DataFrame, rows: pd.DataFrame, context: str = "") -> pd.Da
                                          "with a GPU (it times the CPU as well).", context))
     raise NoFinding(NO_DATA, _join("No machine has measured what this claim needs on both its CPU and a GPU "
                                    "with the same configuration yet.", context))
+
+
+def published_cpu_over_gpu(figures: pd.DataFrame, by: list[str] = ()) -> pd.DataFrame:
+    """The write-up's CPU time / GPU time per group of `by` (a figure stated as a ratio is taken as it
+    is): the `by` columns, `speedup`, the hardware as stated and the source."""
+    groups = figures.groupby(list(by), dropna=False) if by else [((), figures)]
+    out = []
+    for key, part in groups:
+        values = part.set_index("device")["value"]
+        ratio = values.iloc[0] if (part["unit"] == "x").all() else values["CPU"] / values["GPU"]
+        out.append({**dict(zip(by, key)), "speedup": float(ratio), "hardware": " / ".join(part["hardware"].unique()),
+                    "source": part["source"].iloc[0]})
+    return pd.DataFrame(out, columns=[*by, "speedup", "hardware", "source"])
 
 
 def within_factor(measured: float, published: float, factor: float = 2.0) -> bool:

@@ -17,6 +17,26 @@ class GraphCaptureError(RuntimeError):
     pass
 
 
+class StartingPoint:
+    """Parameters (and an optimiser's state) as they are now, to put back later in place: a captured
+    graph keeps reading and writing the same tensors, so training restarts by copying into them, never
+    by making new ones. Zeroed optimiser state is a fresh optimiser's (Adam's moments and step)."""
+
+    def __init__(self, params: Iterable[torch.Tensor], optimizer: torch.optim.Optimizer = None):
+        self.params = list(params)
+        self.values = [p.detach().clone() for p in self.params]
+        self.optimizer = optimizer
+
+    @torch.no_grad()
+    def restore(self) -> None:
+        for param, value in zip(self.params, self.values):
+            param.copy_(value)
+        for state in (self.optimizer.state.values() if self.optimizer else ()):
+            for value in state.values():
+                if torch.is_tensor(value):
+                    value.zero_()
+
+
 def capture(step: Callable[[], object], device: str, watched: Iterable[torch.Tensor],
             warmup_steps: int = WARMUP_STEPS) -> Callable[[], None]:
     """Capture `step` (which must read and write only tensors that stay in place) as a CUDA graph on
@@ -27,21 +47,30 @@ def capture(step: Callable[[], object], device: str, watched: Iterable[torch.Ten
         raise GraphCaptureError(f"CUDA graphs need a CUDA device, not {device}")
     dev = torch.device(device)
     watched = list(watched)
-    with torch.cuda.device(dev):
-        side = torch.cuda.Stream(dev)
-        side.wait_stream(torch.cuda.current_stream(dev))
-        with torch.cuda.stream(side):
-            for _ in range(warmup_steps):
-                step()
-        torch.cuda.current_stream(dev).wait_stream(side)
-        graph = _record(step, dev)
-
-    def replay() -> None:
+    try:
         with torch.cuda.device(dev):
-            graph.replay()
+            _warm_up(step, dev, warmup_steps)
+            graph = _record(step, dev)
 
-    _check_replay(replay, watched, device)
+        def replay() -> None:
+            with torch.cuda.device(dev):
+                graph.replay()
+
+        _check_replay(replay, watched, device)
+    except RuntimeError as e:
+        if isinstance(e, GraphCaptureError) or devices.is_out_of_memory(e):
+            raise
+        raise GraphCaptureError(f"capture on {device} failed: {type(e).__name__}: {e}") from e
     return replay
+
+
+def _warm_up(step: Callable[[], object], dev: torch.device, steps: int) -> None:
+    side = torch.cuda.Stream(dev)
+    side.wait_stream(torch.cuda.current_stream(dev))
+    with torch.cuda.stream(side):
+        for _ in range(steps):
+            step()
+    torch.cuda.current_stream(dev).wait_stream(side)
 
 
 def _record(step: Callable[[], object], dev: torch.device) -> torch.cuda.CUDAGraph:

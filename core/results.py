@@ -74,8 +74,10 @@ class RecordWriter:
         write_atomic(self.path, self.record)
 
     def add(self, row: dict) -> None:
-        """Append a row; a parameter or metric named like a column of the rows frame is refused."""
-        clashes = sorted((set(row.get("params", {})) | set(row.get("metrics", {}))) & set(BASE_COLUMNS))
+        """Append a row; a parameter or metric named like a column of the rows frame, or a metric named
+        like a parameter, is refused."""
+        params, metrics = set(row.get("params", {})), set(row.get("metrics", {}))
+        clashes = sorted(((params | metrics) & set(BASE_COLUMNS)) | (params & metrics))
         if clashes:
             raise ValueError(f"row of {row.get('variant')} on {row.get('device')}: parameter or metric name(s) "
                              f"{clashes} would hide the row's own column(s); rename them")
@@ -149,7 +151,7 @@ BASE_COLUMNS = ["run_id", "experiment", "preset", "status", "machine_id", "machi
 
 def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
     """One row per measured point, with its run's metadata; swept parameters and metrics become
-    columns of their own (never over a base column), raw samples are kept. Empty, it still has the base
+    columns of their own (a metric never over a parameter, neither over a base column), raw samples are kept. Empty, it still has the base
     columns."""
     flat = []
     for record in records:
@@ -166,7 +168,7 @@ def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
                     "torch_threads": row.get("torch_threads", metrics.get("torch_threads")),
                     "median_s": row.get("median"), "iqr_s": row.get("iqr"), "noisy": _noisy(row),
                     "n": row.get("n", len(samples) if samples else None), "samples_s": samples}
-            flat.append({**base, **params, **metrics} | base)
+            flat.append({**base, **params, **metrics} | params | base)
     return pd.DataFrame(flat) if flat else pd.DataFrame(columns=BASE_COLUMNS)
 
 

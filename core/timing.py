@@ -4,7 +4,7 @@ every clock read, warm-up excluded, repeats, raw samples) and returns a `Measure
 import statistics
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
@@ -58,7 +58,8 @@ class Workload:
     `setup` runs first, untimed. Calls shorter than a millisecond or so set `block_seconds`: each sample
     is then the mean of a block of calls that long (torch.utils.benchmark). `budget_s` caps the time
     spent in calls: fewer repeats when calls are long, and a single cold call when even the warm-up
-    would overrun it. With `hooks`, the call receives a `Stopwatch` and marks laps at its own hooks
+    would overrun it. `prewarmed` says the experiment already warmed the call up (a probe), so samples
+    taken with no warm-up of their own are not `cold`. With `hooks`, the call receives a `Stopwatch` and marks laps at its own hooks
     (a library's callbacks) and closes the samples. `finish` turns the measurement into metrics
     (untimed: losses, correctness); `metrics` are known before timing."""
     call: Callable
@@ -69,6 +70,7 @@ class Workload:
     setup: Callable[[], object] | None = None
     block_seconds: float | None = None
     budget_s: float | None = None
+    prewarmed: bool = False
     hooks: bool = False
     threads: int | None = None
     finish: Callable[[Measurement], dict] | None = None
@@ -147,8 +149,9 @@ def run(workload: Workload, device: str, sync: Callable[[str], None] = None) -> 
         if workload.block_seconds:
             return micro(workload.call, device, repeats=workload.repeats, block_seconds=workload.block_seconds,
                          sync=sync)
-        return measure(workload.call, device, repeats=workload.repeats, warmup=workload.warmup,
-                       budget_s=workload.budget_s, sync=sync)
+        m = measure(workload.call, device, repeats=workload.repeats, warmup=workload.warmup,
+                    budget_s=workload.budget_s, sync=sync)
+        return replace(m, cold=m.cold and not workload.prewarmed)
 
 
 def measure(fn: Callable[[], object], device: str, *, repeats: int = 5, warmup: int = 1,

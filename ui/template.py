@@ -50,7 +50,8 @@ def experiment_page(name: str) -> None:
 def _verdicts(found: list[Verdict]) -> None:
     st.subheader("The claims, checked")
     for v in found:
-        st.markdown(f"{MARKS.get(v.outcome, ':material/help:')} **{v.outcome}**: {v.claim}  \n{v.evidence}")
+        rests_on = f" (rests on {'measurements' if v.basis == 'measured' else 'an estimate'})" if v.basis else ""
+        st.markdown(f"{MARKS.get(v.outcome, ':material/help:')} **{v.outcome}**{rests_on}: {v.claim}  \n{v.evidence}")
 
 
 def _table(name: str, rows: pd.DataFrame) -> None:

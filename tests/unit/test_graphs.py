@@ -69,3 +69,17 @@ def test_a_failed_capture_leaves_the_current_stream_as_it_was():
     with pytest.raises(graphs.GraphCaptureError):
         graphs.capture(illegal, device, [torch.zeros(1, device=device)], warmup_steps=0)
     assert torch.cuda.current_stream(device) == before
+
+
+def test_a_starting_point_puts_weights_and_a_fresh_optimiser_state_back_in_place():
+    model, step = sgd_step("cpu")
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    start = graphs.StartingPoint(model.parameters(), optimizer)
+    first, before = model.weight, model.weight.detach().clone()
+    for _ in range(3):
+        optimizer.zero_grad()
+        model(torch.ones(2, 4)).sum().backward()
+        optimizer.step()
+    start.restore()
+    assert model.weight is first and torch.equal(model.weight, before)  # the same tensor, its old values
+    assert all(not v.any() for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v))

@@ -87,7 +87,8 @@ def test_rows_frame_flattens_points_with_their_run(results_dir):
 def test_a_metric_or_parameter_named_like_a_column_is_refused(results_dir):
     w = _writer(results_dir)
     w.start(1)
-    for clash in ({"metrics": {"device": "cuda:0"}}, {"params": {"variant": "x"}}, {"metrics": {"median_s": 1.0}}):
+    for clash in ({"metrics": {"device": "cuda:0"}}, {"params": {"variant": "x"}}, {"metrics": {"median_s": 1.0}},
+                  {"metrics": {"size": 32}}):
         with pytest.raises(ValueError, match="would hide the row's own column"):
             w.add(ROW | clash)
     assert results.read_record(w.path)["rows"] == []
@@ -95,10 +96,10 @@ def test_a_metric_or_parameter_named_like_a_column_is_refused(results_dir):
 
 def test_a_loaded_metric_never_overwrites_a_column(results_dir):
     w = _writer(results_dir)
-    w.record["rows"].append(ROW | {"metrics": {"device": "cuda:9", "variant": "forged", "gflop_per_s": 1.0}})
+    w.record["rows"].append(ROW | {"metrics": {"device": "cuda:9", "variant": "forged", "size": 0, "gflop_per_s": 1.0}})
     w.finish("complete")
     row = results.rows_frame(results.load_records(results_dir)).iloc[0]
-    assert (row["device"], row["variant"], row["gflop_per_s"]) == ("cpu", "numpy", 1.0)
+    assert (row["device"], row["variant"], row["size"], row["gflop_per_s"]) == ("cpu", "numpy", 16, 1.0)
 
 
 def test_schema_1_records_still_load(results_dir):

@@ -121,3 +121,9 @@ def test_call_text_says_what_one_sample_is():
     assert timing.call_text("epoch", 1) == "one epoch"
     assert timing.call_text("epoch", 2000) == "2,000 epochs"
     assert timing.call_text("forward call", 3) == "3 x (forward call)"
+
+
+def test_a_call_warmed_up_by_the_experiment_is_not_cold():
+    m = timing.run(Workload(lambda: None, unit="call", repeats=2, warmup=0, prewarmed=True), "cpu")
+    assert m.warmup == () and not m.cold
+    assert timing.run(Workload(lambda: None, unit="call", repeats=2, warmup=0), "cpu").cold

@@ -72,18 +72,10 @@ def variant_gains(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def published_speedups(published: pd.DataFrame) -> pd.DataFrame:
-    """The write-up's GPU gains: CPU time / GPU time per figure and batch, or the stated factor."""
-    out = []
-    for (figure, batch), part in published.groupby(["figure", published["batch_size"].fillna(0)]):
-        by_device = part.set_index("device")["value"]
-        model = "cnn1d" if figure.startswith("cnn") else part["model"].iloc[0]
-        if part["quantity"].iloc[0] == "speedup_gpu_over_cpu":
-            speedup = float(by_device.iloc[0])
-        else:
-            speedup = float(by_device["CPU"] / by_device["GPU"])
-        out.append({"model": model, "batch_size": int(batch) or None, "speedup": speedup,
-                    "hardware": " / ".join(part["hardware"].unique()), "source": part["source"].iloc[0]})
-    return pd.DataFrame(out, columns=["model", "batch_size", "speedup", "hardware", "source"])
+    """The write-up's GPU gains: CPU time / GPU time per figure and batch, or the stated factor; the 1-D
+    figures name no model."""
+    gains = analysis.published_cpu_over_gpu(published, ["figure", "model", "batch_size"])
+    return gains.assign(model=gains["model"].fillna("cnn1d"))[["model", "batch_size", "speedup", "hardware", "source"]]
 
 
 # -- claims ----------------------------------------------------------------------------------------

@@ -209,9 +209,9 @@ class Tuned:
         state are put back afterwards, in place (the graph holds their addresses)."""
         static_index = torch.arange(self.batch, device=self.device)
         eager = partial(self._eager_step, static_index)
-        start = [p.detach().clone() for p in self.model.parameters()]
+        start = graphs.StartingPoint(self.model.parameters(), self.optimizer)
         replay, error = graphs.replay_or_eager(eager, self.device, self.model.parameters(), cuda_graph)
-        self._restore(start)
+        start.restore()
         if replay is eager:
             return self._eager_step, False, error
 
@@ -219,15 +219,6 @@ class Tuned:
             static_index.copy_(index)
             replay()
         return step, True, None
-
-    def _restore(self, weights: list[torch.Tensor]) -> None:
-        with torch.no_grad():
-            for param, value in zip(self.model.parameters(), weights):
-                param.copy_(value)
-            for state in self.optimizer.state.values():
-                for value in state.values():
-                    if torch.is_tensor(value):
-                        value.zero_()
 
 
 TRAINERS = {"as written": AsWritten, "tuned": Tuned}

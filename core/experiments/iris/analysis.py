@@ -2,7 +2,7 @@
 tuned learns the same model, and how often a forward hook runs."""
 import pandas as pd
 
-from core import analysis, devices
+from core import analysis
 from core.analysis import NEEDS_GPU, NO_DATA, Claim, Finding, NoFinding
 from core.experiments.iris.experiment import AS_WRITTEN, CHECK_CALLS, HOOK_CHECK, NEVER, PAPER_EPOCHS, TUNED
 
@@ -110,10 +110,10 @@ def gpu_over_cpu(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
                 else "No CPU run.")
     pairs = analysis.require(analysis.speedups(every, "us_per_epoch"), rows, cpu_text)
     ratio = (1 / pairs["speedup"]).median()
-    stated = figures.set_index("device")["value"]
+    stated = 1 / analysis.published_cpu_over_gpu(figures)["speedup"].iloc[0]
     return Finding(ratio > 1, f"The GPU took {ratio:.2f}x the CPU's time per epoch (median over {len(pairs)} "
                               f"machine(s) and GPU(s); above 1 means the CPU is faster; published "
-                              f"{stated['GPU'] / stated['CPU']:.2f}x). {cpu_text}")
+                              f"{stated:.2f}x). {cpu_text}")
 
 
 def reading_barely_matters(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
@@ -121,7 +121,7 @@ def reading_barely_matters(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding
     costs = read_costs(rows).dropna(subset=["every_vs_never"])
     if costs.empty:
         raise NoFinding(NO_DATA, "No run with both 'every epoch' (1) and 'never' (0) intervals yet.")
-    on_gpu = costs["device"].map(devices.is_accelerator).astype(bool)
+    on_gpu = analysis.on_accelerator(costs)
     cpu, gpu = costs[~on_gpu], costs[on_gpu]
     cpu_text = (f"On the CPU, reading every epoch took {cpu['every_vs_never'].median():.2f}x the time of never "
                 f"reading ({cpu['us_per_read'].median():.1f} µs per read)." if len(cpu) else "")

@@ -54,7 +54,7 @@ class Training:
         self.device, self.epochs = device, epochs
         self.x, self.y = x.to(device), y.to(device)
         self.model = initial_model(seed).to(device)
-        self.start = [p.detach().clone() for p in self.model.parameters()]
+        self.start = graphs.StartingPoint(self.model.parameters())  # plain SGD keeps no state
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
         self.criterion = nn.CrossEntropyLoss()
         self.losses = torch.zeros(epochs + CAPTURE_STEPS, device=device)
@@ -90,9 +90,7 @@ class Training:
     def reset(self) -> None:
         """Back to the seeded weights (in place: a captured graph keeps using the same memory)."""
         self.reads = 0
-        with torch.no_grad():
-            for param, start in zip(self.model.parameters(), self.start):
-                param.copy_(start)
+        self.start.restore()
 
     # -- the loops ---------------------------------------------------------------------------------
     def as_written(self, log_every: int) -> None:

@@ -4,10 +4,11 @@ import pandas as pd
 from core import analysis
 from core.analysis import Claim, Finding
 from core.experiments.matmul.experiment import BASELINE, GPU_PRODUCTS, TRANSFERS
+from core import published
 from core.published import figure_text
 
-CLAIM_SIZE = 200
 RESIDENT, COPIED = "matmul-200-speedup.gpu.size200.torch-resident", "matmul-200-speedup.gpu.size200.torch-copy-pageable"
+CLAIM_SIZE = published.entry(RESIDENT)["params"]["size"]
 
 
 def gains(rows: pd.DataFrame) -> pd.DataFrame:

@@ -3,17 +3,17 @@ epoch paired by the shared rule, the sample-size crossover, and the surfaces eac
 import numpy as np
 import pandas as pd
 
-from core import analysis
+from core import analysis, published
 from core.analysis import Claim, Finding, NoFinding
 from core.experiments.mlp_surface.model import AS_WRITTEN, SURFACE_GRID, TUNED, WITH_LOADER, target_surface
 from core.published import figure_text
 
-PAPER_SAMPLES = 40_000
 PAPER_SPEEDUP = "surface-speedup.gpu.samples40000"
+PAPER_SAMPLES = published.entry(PAPER_SPEEDUP)["params"]["samples"]
 IDENTICAL_FRACTION = 0.05  # surfaces closer than this share of the target's range look identical
 SAME_SPEED_FACTOR = 2.0  # "no difference": CPU and GPU within this factor of each other
 SPEEDUP_COLUMNS = ["run_id", "machine", "device", "device_name", "variant", "role", "samples", "epochs",
-                   "cpu_seconds_per_epoch", "seconds_per_epoch", "speedup", "cuda_graph"]
+                   "cpu_seconds_per_epoch", "seconds_per_epoch", "speedup", "cuda_graph", "cuda_graph_error"]
 
 
 def has_surface(value) -> bool:
@@ -23,8 +23,6 @@ def has_surface(value) -> bool:
 def epoch_speedups(rows: pd.DataFrame) -> pd.DataFrame:
     """CPU seconds per epoch / accelerator seconds per epoch for every point measured on both (the
     shared pairing), without the curves and surfaces."""
-    if "seconds_per_epoch" not in rows:  # no point measured yet (skipped or failed ones have no time)
-        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
     return analysis.speedups(rows, "seconds_per_epoch").reindex(columns=SPEEDUP_COLUMNS)
 
 
@@ -85,8 +83,10 @@ def _tuned_note(sp: pd.DataFrame) -> str:
     tuned = at_paper_size(sp, TUNED)
     if tuned.empty:
         return ""
-    graphed = tuned["cuda_graph"].fillna(True).astype(bool).all()  # records before the fallback have no flag
-    how = "CUDA graph, one read" if graphed else "one read; the CUDA graph capture failed, eager steps"
+    failed = tuned["cuda_graph_error"].notna().any()
+    graphed = tuned["cuda_graph"].fillna(False).astype(bool).all()
+    how = ("one read; the CUDA graph capture failed, eager steps" if failed
+           else "CUDA graph, one read" if graphed else "one read, eager steps (no CUDA graph on this device)")
     return f"; tuned ({how}): {tuned['speedup'].median():.1f}x"
 
 

@@ -70,7 +70,7 @@ class MlpSurface(Experiment):
                  "batch_size": config["batch_size"] if point.variant == WITH_LOADER else None,
                  "cuda_graph": trainer.cuda_graph, "cuda_graph_error": trainer.graph_error}
         return timing.Workload(lambda: curves.append(trainer.train(epochs)), unit="epoch", per_call=epochs,
-                               repeats=config["repeats"], warmup=0, finish=finish, metrics=known)
+                               repeats=config["repeats"], warmup=0, prewarmed=True, finish=finish, metrics=known)
 
     def estimate_seconds(self, config: dict, device: str) -> float:
         total = 0.0

@@ -62,9 +62,9 @@ class Trainer:
         x, y = grid_data(side)
         self.mode, self.device = mode, device
         self.model = initial_network(seed).to(device)
-        self.start = [p.detach().clone() for p in self.model.parameters()]
         self.wants_graph = mode == TUNED and devices.kind(device) == "cuda"
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr, capturable=self.wants_graph)
+        self.start = graphs.StartingPoint(self.model.parameters(), self.optimizer)
         self.x, self.y = x.to(device), y.to(device)
         # the DataLoader variant keeps the data on the host and moves every minibatch, as usually written
         self.loader = DataLoader(TensorDataset(x, y), batch_size=batch_size) if mode == WITH_LOADER else None
@@ -73,10 +73,11 @@ class Trainer:
         self.tuned_step, self.graph_error = graphs.replay_or_eager(self._full_batch_step, device,
                                                                    self.model.parameters(), enabled=self.wants_graph)
         self.cuda_graph = self.wants_graph and self.graph_error is None
-        self._reset()  # the capture's warm-up steps and checking replay trained the network
+        self.start.restore()  # the capture's warm-up steps and checking replay trained the network
 
     def train(self, epochs: int) -> list[float]:
-        self._reset()
+        """Train from the seeded weights and a fresh Adam state (restored in place)."""
+        self.start.restore()
         if self.mode == WITH_LOADER:
             return [self._loader_epoch() for _ in range(epochs)]
         if self.mode == TUNED:
@@ -114,13 +115,3 @@ class Trainer:
             self.tuned_step()
             losses[epoch] = self.last_loss
         return losses.tolist()  # the only read back to the host
-
-    def _reset(self) -> None:
-        """Seeded weights and zeroed Adam moments and step counts, in place, so a captured graph's
-        tensors stay where it recorded them; equivalent to a fresh optimiser."""
-        with torch.no_grad():
-            for param, start in zip(self.model.parameters(), self.start):
-                param.copy_(start)
-        for state in self.optimizer.state.values():
-            for value in state.values():
-                value.zero_()

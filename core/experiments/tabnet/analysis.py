@@ -21,8 +21,7 @@ def cpu_over_gpu(rows: pd.DataFrame) -> pd.DataFrame:
 
 def published_cpu_over_gpu(published: pd.DataFrame) -> pd.DataFrame:
     """The write-up's CPU seconds / GPU seconds per batch size."""
-    by_device = published.pivot_table(index="batch_size", columns="device", values="value")
-    return (by_device["CPU"] / by_device["GPU"]).rename("speedup").reset_index()
+    return analysis.published_cpu_over_gpu(published, ["batch_size"])[["batch_size", "speedup"]]
 
 
 def time_split(rows: pd.DataFrame) -> pd.DataFrame:
