@@ -145,8 +145,8 @@ def runs_frame(records: list[dict]) -> pd.DataFrame:
 
 BASE_COLUMNS = ["run_id", "experiment", "preset", "status", "machine_id", "machine", "started", "ended", "points",
                 "planned_points", "config_id", "code_version", "device", "device_name", "variant", "point",
-                "point_status", "error", "unit", "per_call", "per_sample", "torch_threads", "median_s", "iqr_s", "noisy", "n",
-                "samples_s"]
+                "point_status", "error", "unit", "per_call", "per_sample", "torch_threads", "median_s", "iqr_s",
+                "noisy", "n", "cold", "samples_s", "warmup_samples_s"]
 
 
 def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
@@ -167,7 +167,8 @@ def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
                     "per_call": row.get("per_call"), "per_sample": _per_sample(row),
                     "torch_threads": row.get("torch_threads", metrics.get("torch_threads")),
                     "median_s": row.get("median"), "iqr_s": row.get("iqr"), "noisy": _noisy(row),
-                    "n": row.get("n", len(samples) if samples else None), "samples_s": samples}
+                    "n": row.get("n", len(samples) if samples else None), "cold": row.get("cold"),
+                    "samples_s": samples, "warmup_samples_s": row.get("warmup_samples")}
             flat.append({**base, **params, **metrics} | params | base)
     return pd.DataFrame(flat) if flat else pd.DataFrame(columns=BASE_COLUMNS)
 

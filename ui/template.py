@@ -12,7 +12,7 @@ from ui.rerun_panel import rerun_panel
 
 MARKS = {REPRODUCED: ":green[:material/check_circle:]", NOT_REPRODUCED: ":red[:material/cancel:]",
          ESTIMATED: ":blue[:material/query_stats:]", NEEDS_GPU: ":orange[:material/hourglass_empty:]"}
-TABLE_DROP = ["samples_s", "machine_id", "planned_points", "ended", "point", "config_id"]
+TABLE_DROP = ["samples_s", "warmup_samples_s", "machine_id", "planned_points", "ended", "point", "config_id"]
 
 
 def experiment_page(name: str) -> None:
@@ -57,7 +57,8 @@ def _verdicts(found: list[Verdict]) -> None:
 def _table(name: str, rows: pd.DataFrame) -> None:
     """Every point, one line each; list-valued metrics (curves, surfaces) stay in the records, the raw
     samples stay in the CSV."""
-    listy = [c for c in rows.columns if c != "samples_s" and rows[c].map(lambda v: isinstance(v, list)).any()]
+    listy = [c for c in rows.columns if c not in ("samples_s", "warmup_samples_s")
+             and rows[c].map(lambda v: isinstance(v, list)).any()]
     rows = rows.drop(columns=listy)
     table = rows.drop(columns=[c for c in TABLE_DROP if c in rows.columns])
     with st.expander("All measured points"):

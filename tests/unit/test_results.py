@@ -80,6 +80,7 @@ def test_rows_frame_flattens_points_with_their_run(results_dir):
     assert (row["size"], row["variant"], row["median_s"], row["gflop_per_s"]) == (16, "numpy", 2e-6, 4.1)
     assert row["run_id"] == w.record["run_id"] and row["status"] == "complete" and row["point_status"] == "ok"
     assert (row["unit"], row["per_sample"], row["n"], row["torch_threads"]) == ("product", "one product", 3, 2)
+    assert not row["cold"] and row["warmup_samples_s"] == []
     assert row["config_id"] == results.config_id(w.record["config"]) and row["point"] == '{"size": 16}'
     assert results.rows_frame(results.load_records(results_dir), "iris").empty
 
