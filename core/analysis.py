@@ -43,11 +43,16 @@ def latest(rows: pd.DataFrame, run_id: str = None) -> pd.DataFrame:
 def pair(rows: pd.DataFrame, values: tuple[str, ...] = ("median_s",), run_id: str = None) -> pd.DataFrame:
     """Every accelerator point beside the same point on its machine's CPU: the accelerator row's
     columns plus `cpu_<value>` for each of `values`."""
-    data = latest(rows, run_id)
+    return beside_cpu(latest(rows, run_id), values)
+
+
+def beside_cpu(data: pd.DataFrame, values: tuple[str, ...], keys: list[str] = POINT_KEYS) -> pd.DataFrame:
+    """The pairing step on any frame of chosen figures: each accelerator row beside the CPU row with the
+    same `keys`, with `cpu_<value>` for each of `values`."""
     if data.empty or not set(values) <= set(data.columns):  # nothing measured, or no point has these figures
         return data.iloc[0:0].assign(**{f"cpu_{v}": [] for v in values})
-    cpu = data[data["device"] == "cpu"][[*POINT_KEYS, *values]].rename(columns={v: f"cpu_{v}" for v in values})
-    return data[on_accelerator(data)].merge(cpu, on=POINT_KEYS)
+    cpu = data[data["device"] == "cpu"][[*keys, *values]].rename(columns={v: f"cpu_{v}" for v in values})
+    return data[on_accelerator(data)].merge(cpu, on=keys)
 
 
 def speedups(rows: pd.DataFrame, value: str = "median_s", run_id: str = None) -> pd.DataFrame:

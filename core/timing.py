@@ -4,7 +4,7 @@ every clock read, warm-up excluded, repeats, raw samples) and returns a `Measure
 import statistics
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -59,8 +59,8 @@ class Workload:
     is then the mean of a block of calls that long (torch.utils.benchmark). `budget_s` caps the time
     spent in calls: fewer repeats when calls are long, and a single cold call when even the warm-up
     would overrun it. `prewarmed` says the experiment already warmed the call up (a probe), so samples
-    taken with no warm-up of their own are not `cold`. With `hooks`, the call receives a `Stopwatch` and marks laps at its own hooks
-    (a library's callbacks) and closes the samples. `finish` turns the measurement into metrics
+    taken with no warm-up of their own are not `cold`. With `hooks`, the call receives a `Stopwatch`,
+    marks laps at its own hooks (a library's callbacks) and closes the samples. `finish` turns the measurement into metrics
     (untimed: losses, correctness); `metrics` are known before timing."""
     call: Callable
     unit: str
@@ -149,16 +149,16 @@ def run(workload: Workload, device: str, sync: Callable[[str], None] = None) -> 
         if workload.block_seconds:
             return micro(workload.call, device, repeats=workload.repeats, block_seconds=workload.block_seconds,
                          sync=sync)
-        m = measure(workload.call, device, repeats=workload.repeats, warmup=workload.warmup,
-                    budget_s=workload.budget_s, sync=sync)
-        return replace(m, cold=m.cold and not workload.prewarmed)
+        return measure(workload.call, device, repeats=workload.repeats, warmup=workload.warmup,
+                       budget_s=workload.budget_s, prewarmed=workload.prewarmed, sync=sync)
 
 
 def measure(fn: Callable[[], object], device: str, *, repeats: int = 5, warmup: int = 1,
-            budget_s: float = None, sync: Callable[[str], None] = None) -> Measurement:
+            budget_s: float = None, prewarmed: bool = False,
+            sync: Callable[[str], None] = None) -> Measurement:
     """One call per sample, after `warmup` calls (timed and kept apart). Within `budget_s`, stop
     repeating when another call would overrun it; a warm-up call that leaves no room for one is the
-    measurement itself (`cold`)."""
+    measurement itself (`cold`). Samples with no warm-up before them are cold unless `prewarmed`."""
     read = clock(device, sync)
 
     def timed() -> float:
@@ -175,7 +175,7 @@ def measure(fn: Callable[[], object], device: str, *, repeats: int = 5, warmup: 
         spent += samples[-1]
         if budget_s and spent + samples[-1] > budget_s:
             break
-    return Measurement(tuple(samples), warm, cold=not warm)
+    return Measurement(tuple(samples), warm, cold=not warm and not prewarmed)
 
 
 def micro(fn: Callable[[], object], device: str, *, repeats: int = 5, threads: int = None,

@@ -8,6 +8,7 @@ from functools import lru_cache
 from core import __version__, settings
 
 MALLOC_ENV = "MALLOC_MMAP_THRESHOLD_"
+GLIBC = platform.libc_ver()[0] == "glibc"
 RECORDED_ENV = ("MALLOC_MMAP_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 
 
@@ -36,6 +37,6 @@ def run_environment(mmap_threshold: int | None) -> dict:
     (glibc reads it once, at start; a value the user set wins). Only experiments that ask for it get it:
     it makes every allocation above the threshold a fresh mapping, which slows allocation-heavy loops."""
     env = dict(os.environ)
-    if mmap_threshold and platform.libc_ver()[0] == "glibc":
+    if mmap_threshold and GLIBC:
         env.setdefault(MALLOC_ENV, str(mmap_threshold))
     return env

@@ -72,7 +72,7 @@ def test_the_written_call_prior_passes_through_the_write_up_cpu_figures():
 def test_the_heap_term_counts_only_without_the_malloc_setting_crossover_gives_its_runs():
     written = jacobian.COMPLEXITY[jacobian.AS_WRITTEN].bytes
     assert written(100, True) > 2 * written(100, False)
-    assert jacobian.heap_keeps_blocks("cpu", {}) == jacobian.GLIBC
+    assert jacobian.heap_keeps_blocks("cpu", {}) == versions.GLIBC
     assert not jacobian.heap_keeps_blocks("cpu", versions.run_environment(EXP.malloc_mmap_threshold))
     assert not jacobian.heap_keeps_blocks("cuda:0", {})  # the caching allocator reuses the blocks
 

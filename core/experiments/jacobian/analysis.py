@@ -47,10 +47,7 @@ def naive_times(rows: pd.DataFrame, val: int) -> pd.DataFrame:
 def written_call_pairs(rows: pd.DataFrame, val: int) -> pd.DataFrame:
     """Every GPU's written-call time at `val` beside its machine's CPU's with the same configuration
     (`cpu_naive_s`, `cpu_naive_basis`), each measured or extrapolated."""
-    times = naive_times(rows, val)
-    cpu = times[times["device"] == "cpu"][[*PAIRED_BY, "naive_s", "naive_basis"]]
-    cpu = cpu.rename(columns={"naive_s": "cpu_naive_s", "naive_basis": "cpu_naive_basis"})
-    return times[analysis.on_accelerator(times)].merge(cpu, on=PAIRED_BY)
+    return analysis.beside_cpu(naive_times(rows, val), ("naive_s", "naive_basis"), PAIRED_BY)
 
 
 def gains_over_written(rows: pd.DataFrame) -> pd.DataFrame:

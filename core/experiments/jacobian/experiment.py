@@ -4,7 +4,6 @@ Jacobian with one backward pass per output element (quadratic in val, all but 1/
 per-sample methods compute only its diagonal blocks. Every point's memory and time are estimated first
 and a point that would not fit the device's free memory or the time budget is skipped with its estimates."""
 import os
-import platform
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -31,12 +30,9 @@ MICRO_BELOW_S = 0.01       # calls estimated shorter than this are timed in bloc
 # peak RSS here: 0.76-0.84 x (400 val)^2 floats for val 30-100), unless MALLOC_MMAP_THRESHOLD_ makes it
 # map such blocks and unmap them when freed; the CUDA caching allocator reuses them. Crossover starts this
 # experiment's runs (app or CLI) with it (`malloc_mmap_threshold`); glibc reads it once, at process start.
-GLIBC = platform.libc_ver()[0] == "glibc"
-
-
 def heap_keeps_blocks(device: str, env: Mapping[str, str] = os.environ) -> bool:
     """Whether a process with this environment keeps the written call's freed blocks on this device."""
-    return GLIBC and devices.kind(device) == "cpu" and "MALLOC_MMAP_THRESHOLD_" not in env
+    return versions.GLIBC and devices.kind(device) == "cpu" and versions.MALLOC_ENV not in env
 
 
 @dataclass(frozen=True)
