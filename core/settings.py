@@ -18,5 +18,12 @@ def read_only() -> bool:
 
 
 class ReadOnlyError(RuntimeError):
-    def __init__(self):
-        super().__init__(f"this Crossover instance is read-only ({READ_ONLY_ENV} is set): runs are disabled")
+    def __init__(self, action: str = "runs"):
+        super().__init__(f"this Crossover instance is read-only ({READ_ONLY_ENV} is set): {action} refused")
+
+
+def require_writable(action: str = "runs") -> None:
+    """Raise ReadOnlyError naming `action` when this instance is read-only: every path that writes or
+    stops anything calls it first."""
+    if read_only():
+        raise ReadOnlyError(action)

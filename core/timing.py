@@ -5,7 +5,7 @@ import statistics
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 import torch
 import torch.utils.benchmark as benchmark
@@ -94,12 +94,25 @@ def clock(device: str, sync: Callable[[str], None] = None) -> Callable[[], float
     return read
 
 
+class Listener(Protocol):
+    """What watches a workload's calls beside the clock (the census, the profiler): told when the first
+    lap opens, when each lap closes (after the device synchronised) and which laps made a sample."""
+
+    def start(self) -> None: ...
+
+    def lap(self, name: str) -> None: ...
+
+    def sample(self, names: tuple[str, ...]) -> None: ...
+
+
 class Stopwatch:
     """Laps read at a call's own hooks, on a device-synchronised clock: `start` opens a lap, `lap`
-    closes it under a name, `close_sample` makes one sample of the laps since the last one."""
+    closes it under a name, `close_sample` makes one sample of the laps since the last one. A
+    `listener` is told of each of these, right after the clock read."""
 
-    def __init__(self, device: str, sync: Callable[[str], None] = None):
+    def __init__(self, device: str, sync: Callable[[str], None] = None, listener: Listener = None):
         self.read = clock(device, sync)
+        self.listener = listener
         self.laps: list[tuple[str, float]] = []
         self.samples: list[float] = []
         self._mark = None
@@ -107,10 +120,14 @@ class Stopwatch:
 
     def start(self) -> None:
         self._mark = self.read()
+        if self.listener:
+            self.listener.start()
 
     def lap(self, name: str) -> float:
         """Close the lap opened by the last `start` or `lap` and open the next; returns its seconds."""
         now = self.read()
+        if self.listener:
+            self.listener.lap(name)
         seconds = now - self._mark
         self.laps.append((name, seconds))
         self._mark = now
@@ -121,6 +138,8 @@ class Stopwatch:
         seconds = sum(s for n, s in self.laps[self._sampled:] if n in names)
         self.samples.append(seconds)
         self._sampled = len(self.laps)
+        if self.listener:
+            self.listener.sample(names)
         return seconds
 
     def total(self, name: str) -> float:
@@ -187,6 +206,27 @@ def micro(fn: Callable[[], object], device: str, *, repeats: int = 5, threads: i
     first = timer.timeit(1).mean  # Timer.timeit warms up itself; this call sizes the blocks
     number = max(1, int(block_seconds / max(first, 1e-9)))
     return Measurement(tuple(timer.timeit(number).mean for _ in range(repeats)), (first,))
+
+
+CALL = "call"  # the lap name of a plain workload's call in `observe`
+
+
+def observe(workload: Workload, device: str, listener: Listener, calls: int = 1,
+            sync: Callable[[str], None] = None) -> Stopwatch:
+    """Run more calls of a workload that `run` has set up and timed, with `listener` told of every lap and
+    sample, so that what watches them (the census, the profiler) sees exactly what a sample times: a
+    plain workload's `calls` calls, one sample each, or one hooked call and the samples it closes."""
+    watch = Stopwatch(device, sync, listener)
+    with intra_op_threads(workload.threads):
+        if workload.hooks:
+            workload.call(watch)
+            return watch
+        for _ in range(calls):
+            watch.start()
+            workload.call()
+            watch.lap(CALL)
+            watch.close_sample(CALL)
+    return watch
 
 
 def _hooked(workload: Workload, device: str, sync) -> Measurement:
