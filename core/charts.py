@@ -4,6 +4,7 @@ import math
 import altair as alt
 import pandas as pd
 
+from core import breakdown
 from core.analysis import ok
 
 LEGEND = alt.Legend(labelLimit=0)  # series names are long (variant, device, machine): never cut them
@@ -60,3 +61,35 @@ def grouped_bars(data: pd.DataFrame, x: str, y: str, group: str, *, title: str, 
     if log_y and len(positive):  # a log axis has no zero: start the bars a decade below the smallest
         chart = chart.encode(y2=alt.datum(10 ** math.floor(math.log10(positive.min()))))
     return chart
+
+
+# The parts of a measured breakdown, in stacking order, with a fixed colour each.
+PART_COLOURS = {"compute": "#4c78a8", "copies": "#f58518", "sync": "#e45756", "loading": "#72b7b2",
+                "host": "#b9b9b9"}
+TIME_PARTS = {part: (breakdown.LABELS[part], PART_COLOURS[part]) for part in breakdown.PARTS}
+
+
+def where_time_goes(rows: pd.DataFrame, counts: pd.Series, unit: str) -> alt.HConcatChart:
+    """One bar per row (a device and variant of one configuration), split into the measured parts of
+    one `unit`, on an axis that starts at zero; `counts` (text per row, same index) beside each bar."""
+    bars = rows.assign(bar=series_label(rows), per_call=rows["per_call"].fillna(1))
+    long = bars.melt(id_vars=["bar", "per_call", "median_s"], value_vars=[f"time_{p}_s" for p in TIME_PARTS],
+                     var_name="part", value_name="seconds")
+    long["part"] = long["part"].str.removeprefix("time_").str.removesuffix("_s").map(
+        lambda p: TIME_PARTS[p][0])
+    long["seconds"] = long["seconds"] / long["per_call"]
+    long["share"] = long["seconds"] / (long["median_s"] / long["per_call"])
+    long["order"] = long["part"].map({label: i for i, (label, _) in enumerate(TIME_PARTS.values())})
+    labels, colours = zip(*TIME_PARTS.values())
+    y = alt.Y("bar:N", title=None, sort=list(bars["bar"]), axis=alt.Axis(labelLimit=0))
+    chart = alt.Chart(long).mark_bar().encode(
+        x=alt.X("seconds:Q", title=f"seconds per {unit} (measured, median; the profiler's split)",
+                scale=alt.Scale(zero=True), stack="zero"),
+        y=y, order="order:Q",
+        color=alt.Color("part:N", title="part", scale=alt.Scale(domain=list(labels), range=list(colours)),
+                        legend=alt.Legend(orient="bottom", columns=3, labelLimit=0)),
+        tooltip=["bar", "part", alt.Tooltip("seconds:Q", format=".3~g"), alt.Tooltip("share:Q", format=".0%")],
+    ).properties(width=420)
+    text = alt.Chart(bars[["bar"]].assign(counts=counts.reindex(bars.index).values)).mark_text(align="left").encode(
+        y=y.axis(None), text="counts:N").properties(width=360)
+    return alt.hconcat(chart, text, title="Where the time goes")

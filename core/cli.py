@@ -4,9 +4,8 @@ import json
 import os
 import sys
 
-from core import devices, experiments, runlock, runner, settings
-from core.jobs import LOCK_FD_ENV
-from core.params import ConfigError
+from core import breakdown, calibrate, census, devices, experiments, profiles, runlock, runner, settings
+from core.params import ConfigError, clip, shown
 from core.results import RecordWriter
 from core.timing import call_text
 
@@ -35,6 +34,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", help=argparse.SUPPRESS)
     run.add_argument("--config-json", help=argparse.SUPPRESS)  # the app's jobs pass their checked configuration
     run.set_defaults(command=cmd_run)
+    calibrate = sub.add_parser("calibrate", help="measure this machine's constants into its calibrated profile")
+    calibrate.add_argument("--device", action="append",
+                           help="a CUDA GPU to calibrate besides the CPU (repeatable); default: every device here")
+    calibrate.add_argument("--quick", action="store_true", help="a few seconds, rougher figures (for tests)")
+    calibrate.set_defaults(command=cmd_calibrate)
     return parser
 
 
@@ -60,22 +64,29 @@ def _show(value) -> str:
 
 
 def parse_overrides(exp, pairs: list[str]) -> dict:
+    """`--set NAME=VALUE` pairs, each checked; a parameter set twice is refused, not silently overridden."""
     overrides = {}
     for pair in pairs:
-        name, sep, text = pair.partition("=")
-        if not sep:
-            raise ConfigError("--set", f"'{pair}' is not NAME=VALUE")
-        overrides[name.strip()] = exp.param(name.strip()).parse(text)
+        name, sep, text = (part.strip() for part in pair.partition("="))
+        if not sep or not name:
+            raise ConfigError("--set", f"{shown(pair)} is not NAME=VALUE")
+        if name in overrides:
+            raise ConfigError(name, f"given twice with --set; allowed: one --set {clip(name)}=... per run")
+        overrides[name] = exp.param(name).parse(text)
     return overrides
 
 
 def cmd_run(args) -> int:
     if settings.read_only():
         raise settings.ReadOnlyError()
-    exp = experiments.get(args.experiment)
-    overrides = _config_json(args.config_json) if args.config_json else {}
-    config = exp.config(args.preset, overrides | parse_overrides(exp, args.set))
-    names = [devices.check(d) for d in args.device] if args.device else devices.available()
+    exp = experiments.get(clip(args.experiment))  # clipped: a long name is unknown anyway, and echoed
+    given = _config_json(args.config_json) if args.config_json else {}
+    typed = parse_overrides(exp, args.set)
+    both = sorted(given.keys() & typed.keys())
+    if both:
+        raise ConfigError(both[0], "given both in --config-json and with --set; allowed: one of them")
+    config = exp.config(args.preset, given | typed)
+    names = _devices(args.device)
     exp.plan(config, names)
     writer = RecordWriter(exp.name, args.preset, config, names, run_id=args.run_id)
     lock_fd = _hold_lock(writer, names)
@@ -84,29 +95,64 @@ def cmd_run(args) -> int:
         status = runner.run(exp, config, names, writer, progress=_print_progress)
         print(f"{status}: {writer.path}", flush=True)
     finally:
-        os.close(lock_fd)
+        runlock.release(lock_fd)
     return 0 if status == "complete" else 1
+
+
+def _devices(given: list[str] | None) -> list[str]:
+    """The devices named (each once, in the order first given), or every device here."""
+    if not given:
+        return devices.available()
+    return list(dict.fromkeys(devices.check(clip(d)) for d in given))
+
+
+def cmd_calibrate(args) -> int:
+    settings.require_writable("calibration")
+    names = calibrate.devices_to_calibrate(args.device)
+    busy = runlock.holder()
+    if busy is not None:  # a run's work would skew the measurements, and they its timings
+        raise runlock.BusyError(busy)
+    profile = calibrate.take(names, quick=args.quick)
+    print(calibrate.report(profile))
+    try:
+        path = profiles.save(profile)
+    except profiles.ProfileError as e:
+        print(f"error: the measurement looks broken, profile not written: {e}", file=sys.stderr)
+        return 1
+    print(f"calibrated {', '.join(names)} in {profile['seconds']:.0f} s: {path}")
+    return 0
 
 
 def _config_json(text: str) -> dict:
     try:
-        overrides = json.loads(text)
-    except json.JSONDecodeError as e:
+        overrides = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
+    except ConfigError:
+        raise
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, an int past the digit limit, deep nesting
         raise ConfigError("--config-json", f"not JSON ({e})") from None
     if not isinstance(overrides, dict):
         raise ConfigError("--config-json", "must be a JSON object of NAME: VALUE")
     return overrides
 
 
+def _refuse_repeated_keys(pairs: list[tuple]) -> dict:
+    """json.loads keeps the last of a repeated key silently; refuse it instead."""
+    found = {}
+    for name, value in pairs:
+        if name in found:
+            raise ConfigError("--config-json", f"{shown(name)} is given twice; allowed: each name once")
+        found[name] = value
+    return found
+
+
 def _hold_lock(writer: RecordWriter, names: list[str]) -> int:
-    """The app's jobs hand the lock down already taken; a run from the shell takes it here."""
-    inherited = os.environ.pop(LOCK_FD_ENV, None)
-    if inherited:
-        return int(inherited)
+    """The app's jobs hand the lock down already taken (checked: a descriptor that does not hold it is
+    refused); a run from the shell takes it here."""
     r = writer.record
-    return runlock.acquire({"run_id": r["run_id"], "experiment": r["experiment"], "devices": names,
-                            "preset": r["preset"], "started": r["started"], "pid": os.getpid(),
-                            "record": str(writer.path)})
+    info = {"run_id": r["run_id"], "experiment": r["experiment"], "devices": names, "preset": r["preset"],
+            "started": r["started"], "pid": os.getpid(), "record": str(writer.path)}
+    inherited = os.environ.pop(runlock.LOCK_FD_ENV, None)
+    return runlock.adopt(inherited, info) if inherited else runlock.acquire(info)
 
 
 def _print_progress(done: int, total: int, point, row: dict) -> None:
@@ -118,4 +164,14 @@ def _print_progress(done: int, total: int, point, row: dict) -> None:
                    f"({spread}, n={row['n']}{', noisy' if row['noisy'] else ''})")
     else:
         outcome = "done"
-    print(f"[{done}/{total}] {point.describe()}: {outcome}", flush=True)
+    print(f"[{done}/{total}] {point.describe()}: {outcome}{_inspection_text(row)}", flush=True)
+
+
+def _inspection_text(row: dict) -> str:
+    """'; 38 operations, ... per epoch; mostly host overhead (81%)' from the row's census and breakdown."""
+    found, parts = row.get("census") or {}, row.get("breakdown") or {}
+    text = f"; {census.describe(found, row['unit'], row['per_call'])}" if "operations" in found else ""
+    if parts.get("adds_up"):
+        part = max(breakdown.PARTS, key=lambda p: parts[f"{p}_s"])
+        text += f"; mostly {breakdown.LABELS[part]} ({parts[f'{part}_s'] / row['median']:.0%})"
+    return text

@@ -5,6 +5,7 @@ import json
 import platform
 import re
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 import psutil
@@ -55,8 +56,40 @@ def synchronize(device: str) -> None:
         torch.mps.synchronize()
 
 
+HOLD_CYCLES_PER_KERNEL = 50_000  # GPU clock cycles of spin per queued kernel: well over a launch's host time
+
+
+def back_to_back_seconds(device: str, launch: Callable[[], None], kernels: int) -> float:
+    """Device seconds per kernel when `launch` queues `kernels` kernels on a CUDA device and they run back to
+    back. A spin kernel holds the stream while the host queues them, so the host's launch time leaves no gaps
+    between them, and CUDA events time them on the device. If the spin ends before the host has queued them
+    all, it tries again with a spin twice as long."""
+    dev = torch.device(device)
+    cycles = HOLD_CYCLES_PER_KERNEL * kernels
+    with torch.cuda.device(dev):
+        for _ in range(4):
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(cycles)
+            begin.record()
+            launch()
+            end.record()
+            held = not begin.query()  # the spin still ran when the last kernel was queued
+            end.synchronize()
+            if held:
+                return begin.elapsed_time(end) / 1e3 / kernels
+            cycles *= 2
+    raise RuntimeError(f"{device}: the host could not queue {kernels} kernels within a {cycles // 2:,}-cycle spin")
+
+
+# How an allocation failure reads: CUDA and MPS ("... out of memory"), torch's CPU allocator ("[enforce fail at
+# alloc_cpu.cpp] ... DefaultCPUAllocator: can't allocate memory" or "... not enough memory").
+OUT_OF_MEMORY_TEXTS = ("out of memory", "can't allocate memory", "defaultcpuallocator: not enough memory")
+
+
 def is_out_of_memory(error: BaseException) -> bool:
-    return isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error).lower()
+    """Whether an error is a failed allocation on any device (MemoryError covers numpy's)."""
+    text = str(error).lower()
+    return isinstance(error, (torch.OutOfMemoryError, MemoryError)) or any(t in text for t in OUT_OF_MEMORY_TEXTS)
 
 
 def release_cached_memory(device: str) -> None:

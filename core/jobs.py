@@ -5,19 +5,22 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from core import devices, experiments, results, runlock, settings, versions
 from core.results import now
+from core.runlock import LOCK_FD_ENV
 
-LOCK_FD_ENV = "CROSSOVER_LOCK_FD"
+LOGS_KEPT = 20   # the logs of this many runs stay in <results>/.logs/; older ones are deleted at a start
+
+_stopping: dict[str, str] = {}   # run id -> when its cancel was asked, until its process has exited
 
 
 def start(experiment: str, device_names: list[str], preset: str, overrides: dict = None) -> dict:
     """Validate, take the machine's run lock and start the run; returns the running run's info.
     Raises ReadOnlyError, ConfigError, DeviceError or BusyError before anything starts."""
-    if settings.read_only():
-        raise settings.ReadOnlyError()
+    settings.require_writable("starting a run")
     exp = experiments.get(experiment)
     config = exp.config(preset, overrides)
     for d in device_names:
@@ -29,47 +32,80 @@ def start(experiment: str, device_names: list[str], preset: str, overrides: dict
             "record": str(settings.results_dir() / devices.fingerprint()["machine_id"] / f"{run_id}.json")}
     fd = runlock.acquire(info)
     try:
-        info["pid"] = _spawn(exp, device_names, preset, config, run_id, fd).pid
+        process = _spawn(exp, device_names, preset, config, run_id, fd)
+    except BaseException:
+        runlock.release(fd)
+        raise
+    try:
+        info["pid"] = process.pid
         runlock.update(info)
     finally:
         os.close(fd)  # the child holds the lock from here on
+    threading.Thread(target=_reap, args=(process, run_id), name=f"reap {run_id}", daemon=True).start()
     return info
 
 
 def _spawn(exp, device_names, preset, config, run_id, lock_fd) -> subprocess.Popen:
+    """The run's process, started with SIGTERM held back: a cancel sent before it has written its
+    record waits until it has (core.runner lets it through then)."""
     command = [sys.executable, "-m", "core", "run", exp.name, "--preset", preset, "--run-id", run_id,
                "--config-json", json.dumps(config)]
     for d in device_names:
         command += ["--device", d]
     logs = settings.results_dir() / ".logs"
     logs.mkdir(parents=True, exist_ok=True)
+    env = versions.run_environment(exp.malloc_mmap_threshold) | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"}
     with open(logs / f"{run_id}.log", "w") as log:
-        return subprocess.Popen(command, cwd=settings.APP_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, pass_fds=(lock_fd,), start_new_session=True,
-                                env=versions.run_environment(exp.malloc_mmap_threshold) | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"})
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # the child inherits the mask
+        try:
+            process = subprocess.Popen(command, cwd=settings.APP_ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, pass_fds=(lock_fd,), start_new_session=True,
+                                       env=env)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
+    _prune_logs(logs)
+    return process
+
+
+def _prune_logs(logs: Path) -> None:
+    """Keep the newest LOGS_KEPT logs."""
+    found = sorted(logs.glob("*.log"), key=lambda p: p.lstat().st_mtime, reverse=True)
+    for old in found[LOGS_KEPT:]:
+        old.unlink(missing_ok=True)
+
+
+def _reap(process: subprocess.Popen, run_id: str) -> None:
+    """Wait for the run's process, so that it never lingers as a zombie under the app."""
+    process.wait()
+    _stopping.pop(run_id, None)
 
 
 def current() -> dict | None:
-    """The run going on now with its progress (done, total, status), or None."""
+    """The run going on now with its progress (done, total, status) and, once a cancel was asked,
+    `stopping` (when it was asked), or None."""
     info = runlock.holder()
     if info is None:
         return None
     info = dict(info)
     record = progress(info.get("record"))
-    info.update(done=record["done"], total=record["total"], status=record["status"])
+    info.update(done=record["done"], total=record["total"], status=record["status"],
+                stopping=_stopping.get(info["run_id"]))
     return info
 
 
 def progress(record_path: str | None) -> dict:
+    """A run's points done and planned, and its status; "no record" while (or when) it has none."""
     try:
         record = results.read_record(Path(record_path))
     except (ValueError, TypeError):
-        return {"done": 0, "total": 0, "status": "starting"}
+        return {"done": 0, "total": 0, "status": "no record"}
     return {"done": len(record["rows"]), "total": record["planned_points"], "status": record["status"]}
 
 
 def cancel() -> bool:
-    """Stop the current run (its finished points stay recorded). False when nothing was running."""
+    """Ask the current run to stop after its current point (its finished points stay recorded).
+    False when nothing was running."""
+    settings.require_writable("cancelling a run")
     info = runlock.holder()
     if not info or not info.get("pid"):
         return False
@@ -81,6 +117,7 @@ def cancel() -> bool:
             os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return False
+    _stopping[info["run_id"]] = now()
     return True
 
 

@@ -1,9 +1,20 @@
 """The results store: one JSON record per run under results/<machine-id>/, written atomically after
-every point, and loaded tolerantly into pandas."""
+every point, and loaded tolerantly into pandas.
+
+What is loaded: the regular files named *.json directly inside a machine folder (a folder of the results
+folder), each at most MAX_RECORD_BYTES and valid against its schema (core.record_schema). Anything else
+there (a symbolic link, even to a record; a named pipe; a device; a folder named *.json; a machine folder
+that is a symbolic link; a file over the cap; a file that is not JSON or fails the schema) is skipped with
+a warning naming it and why; hidden names (temporary files, logs, the lock) are never records. A run id is
+RUN_ID_PATTERN, and a run never overwrites another run's record."""
+import fnmatch
 import hashlib
 import json
 import os
+import re
+import stat
 import tempfile
+import time
 import uuid
 import warnings
 from datetime import datetime, timezone
@@ -11,12 +22,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import devices, runlock, settings, versions
+from core import devices, record_schema, runlock, settings, versions
+from core.params import ConfigError, shown
 from core.timing import call_text
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)   # schema 1: no unit, code version or environment; threads among the metrics
-STATUSES = ("running", "complete", "partial", "failed", "cancelled")
+STATUSES = record_schema.STATUSES
+MAX_RECORD_BYTES = 50_000_000   # 50 MB: a record over this is skipped unread (a quick run's is under 0.1 MB)
+# A run id names a file and a folder in the machine folder: never a path, a hidden name or a second suffix.
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+RUN_ID_ALLOWED = "1 to 100 letters, digits, '_' or '-', the first a letter or digit (no '.', '/' or space)"
+# write_atomic's temporary file beside a record; one a killed writer left is removed once this old.
+TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
+LEFTOVER_AGE_S = 60
+_FILE_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
+               (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
 
 
 def now() -> str:
@@ -28,10 +49,17 @@ def new_run_id(experiment: str) -> str:
     return f"{experiment}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
+def check_run_id(run_id: str) -> str:
+    """`run_id` when it matches RUN_ID_PATTERN, else ConfigError naming what is allowed."""
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+        raise ConfigError("run-id", f"{shown(run_id)} is not a run id; allowed: {RUN_ID_ALLOWED}")
+    return run_id
+
+
 def write_atomic(path: Path, data: dict) -> None:
     """Write JSON to a temporary file beside `path`, then rename it over `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1, default=_jsonable)
@@ -44,6 +72,27 @@ def write_atomic(path: Path, data: dict) -> None:
         raise
 
 
+def remove_leftovers(folder: Path, older_than_s: float = LEFTOVER_AGE_S) -> list[Path]:
+    """Remove the temporary files of write_atomic that a killed writer left in `folder` (older than
+    `older_than_s`: a live write takes far less); returns those removed."""
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    cutoff = time.time() - older_than_s
+    for name in fnmatch.filter(names, f"{TEMP_PREFIX}*.json.*{TEMP_SUFFIX}"):
+        path = folder / name
+        try:
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                path.unlink()
+                removed.append(path)
+        except OSError:  # gone already, or not ours to remove
+            continue
+    return removed
+
+
 def _jsonable(value):
     if isinstance(value, tuple):
         return list(value)
@@ -53,13 +102,15 @@ def _jsonable(value):
 
 
 class RecordWriter:
-    """Builds one run's record and rewrites it atomically at every change."""
+    """Builds one run's record and rewrites it atomically at every change. `run_id` must match
+    RUN_ID_PATTERN (ConfigError); `start` refuses an id whose record exists, and every write refuses
+    on a read-only instance (ReadOnlyError)."""
 
     def __init__(self, experiment: str, preset: str, config: dict, device_names: list[str],
                  run_id: str = None, results_dir: Path = None):
         fp = devices.fingerprint()
         self.record = {
-            "schema": SCHEMA_VERSION, "run_id": run_id or new_run_id(experiment),
+            "schema": SCHEMA_VERSION, "run_id": check_run_id(new_run_id(experiment) if run_id is None else run_id),
             "experiment": experiment, "preset": preset, "variants": list(config.get("variants", ())),
             "devices": list(device_names), "config": config, "machine_id": fp["machine_id"],
             "fingerprint": fp, "code_version": versions.code_version(), "environment": versions.environment(),
@@ -70,12 +121,29 @@ class RecordWriter:
         self.path = folder / f"{self.record['run_id']}.json"
 
     def start(self, planned_points: int) -> None:
+        """Create the record, never over an existing one, after removing leftover temporary files."""
+        settings.require_writable("writing results")
+        if planned_points > record_schema.MAX_ROWS:
+            raise ConfigError("points", f"{planned_points:,} planned; allowed: at most {record_schema.MAX_ROWS:,} "
+                                        "points in a run (a record holds no more)")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        remove_leftovers(self.path.parent)
+        try:  # claimed exclusively (and never through a symbolic link); rewritten atomically from here on
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+        except FileExistsError:
+            raise ConfigError("run-id", f"a record of run {shown(self.record['run_id'])} already exists "
+                                        f"({self.path}); a record is never overwritten: use another run id") from None
         self.record["planned_points"] = planned_points
-        write_atomic(self.path, self.record)
+        try:
+            write_atomic(self.path, self.record)
+        except BaseException:
+            self.path.unlink(missing_ok=True)
+            raise
 
     def add(self, row: dict) -> None:
         """Append a row; a parameter or metric named like a column of the rows frame, or a metric named
         like a parameter, is refused."""
+        settings.require_writable("writing results")
         params, metrics = set(row.get("params", {})), set(row.get("metrics", {}))
         clashes = sorted(((params | metrics) & set(BASE_COLUMNS)) | (params & metrics))
         if clashes:
@@ -85,32 +153,107 @@ class RecordWriter:
         write_atomic(self.path, self.record)
 
     def finish(self, status: str, error: str = None) -> None:
+        settings.require_writable("writing results")
         assert status in STATUSES
         self.record.update(status=status, ended=now(), error=error)
         write_atomic(self.path, self.record)
 
 
 def read_record(path: Path) -> dict:
-    """One record, or ValueError saying why the file is not a Crossover record."""
+    """One record, or ValueError saying why the file is not a Crossover record: not a regular file (a
+    symbolic link is never followed, a pipe never waited on), over MAX_RECORD_BYTES, gone, not JSON, or
+    failing its schema (the field named)."""
+    text, version = _read_regular_file(Path(path))
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"unreadable ({e})") from None
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:  # ValueError: bad JSON, bad UTF-8, an int too long to read
+        raise ValueError(f"not JSON ({e})") from None
     if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
         raise ValueError(f"not a Crossover record of schema {' or '.join(map(str, READABLE_SCHEMAS))}")
-    missing = {"run_id", "experiment", "status", "rows", "fingerprint"} - data.keys()
-    if missing:
-        raise ValueError(f"missing fields {sorted(missing)}")
+    problem = _schema_problem(data, version)
+    if problem:
+        raise ValueError(f"field {problem}")
     return data
 
 
+# Each version of a file is checked against the schema once (a check takes about a millisecond a row).
+_SCHEMA_PROBLEMS: dict[tuple, str | None] = {}
+
+
+def _schema_problem(data: dict, version: tuple) -> str | None:
+    if version not in _SCHEMA_PROBLEMS:
+        if len(_SCHEMA_PROBLEMS) >= 4096:
+            _SCHEMA_PROBLEMS.clear()
+        _SCHEMA_PROBLEMS[version] = record_schema.problem(data, data["schema"])
+    return _SCHEMA_PROBLEMS[version]
+
+
+def _read_regular_file(path: Path) -> tuple[bytes, tuple]:
+    """The bytes of `path` if it is a regular file of at most MAX_RECORD_BYTES, read without following a
+    symbolic link or blocking on a pipe, and the file's version (device, inode, size, modification time);
+    else ValueError saying what it is."""
+    try:
+        _require_regular(os.lstat(path).st_mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(fd)
+            _require_regular(info.st_mode)  # it may have been swapped since it was listed
+            if info.st_size > MAX_RECORD_BYTES:
+                raise ValueError(_too_large(f"{info.st_size:,} bytes"))
+            data = f.read(MAX_RECORD_BYTES + 1)
+    except FileNotFoundError:
+        raise ValueError("gone: removed while the results were loading") from None
+    except OSError as e:
+        raise ValueError(f"unreadable ({e})") from None
+    if len(data) > MAX_RECORD_BYTES:
+        raise ValueError(_too_large("still growing"))
+    return data, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _require_regular(mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = next((kind for is_kind, kind in _FILE_KINDS if is_kind(mode)), "not a file")
+        raise ValueError(f"not a regular file but {kind}, which is never followed or read")
+
+
+def _too_large(size: str) -> str:
+    return f"over the {MAX_RECORD_BYTES / 1e6:g} MB cap on a record (MAX_RECORD_BYTES): {size}"
+
+
+def record_paths(results_dir: Path = None) -> list[Path]:
+    """Where records may be, sorted: every `*.json` name directly inside a machine folder, whatever it
+    turns out to be (read_record checks), and every machine folder that is a symbolic link (listed itself,
+    never entered). Hidden names are left out: temporary files, the logs, the lock's description. A
+    folder that vanishes or cannot be listed is left out."""
+    folder = results_dir or settings.results_dir()
+    paths = []
+    for machine in _listing(folder):
+        if machine.name.startswith(".") or not machine.is_dir():
+            continue
+        if machine.is_symlink():
+            paths.append(Path(machine.path))
+            continue
+        paths += [Path(entry.path) for entry in _listing(Path(machine.path))
+                  if entry.name.endswith(".json") and not entry.name.startswith(".")]
+    return sorted(paths)
+
+
+def _listing(folder: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError:
+        return []
+
+
 def load_records(results_dir: Path = None) -> list[dict]:
-    """Every readable record; an unreadable or foreign file is skipped with a warning naming it.
-    A record still marked running that no live run holds was interrupted: it reads as partial."""
+    """Every readable record; anything else where records are kept is skipped with a warning naming it
+    and why (see the module's docstring). A record still marked running that no live run holds was
+    interrupted: it reads as partial."""
     folder = results_dir or settings.results_dir()
     active = (runlock.holder(folder) or {}).get("run_id")
     records = []
-    for path in sorted(folder.glob("*/*.json")):
+    for path in record_paths(folder):
         try:
             record = read_record(path)
         except ValueError as e:
@@ -143,10 +286,19 @@ def runs_frame(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame([record_summary(r) for r in records])
 
 
+# A row's census and breakdown (per sample) as columns of the rows frame: record key -> column.
+CENSUS_COLUMNS = {k: f"census_{k}" for k in ("operations", "kernels", "syncs", "copies", "h2d_bytes", "d2h_bytes",
+                                             "flops", "bytes_moved", "profiler_kernels", "kernel_difference",
+                                             "top_by_count", "top_by_flops")}
+BREAKDOWN_COLUMNS = {f"{part}_s": f"time_{part}_s" for part in ("compute", "copies", "sync", "loading", "host")} | {
+    "profiled_s": "time_profiled_s", "adds_up": "breakdown_adds_up", "trace": "breakdown_trace",
+    "table": "breakdown_table"}
+
 BASE_COLUMNS = ["run_id", "experiment", "preset", "status", "machine_id", "machine", "started", "ended", "points",
                 "planned_points", "config_id", "code_version", "device", "device_name", "variant", "point",
                 "point_status", "error", "unit", "per_call", "per_sample", "torch_threads", "median_s", "iqr_s",
-                "noisy", "n", "cold", "samples_s", "warmup_samples_s"]
+                "noisy", "n", "cold", "samples_s", "warmup_samples_s", *CENSUS_COLUMNS.values(),
+                *BREAKDOWN_COLUMNS.values(), "census_note", "breakdown_note"]
 
 
 def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
@@ -168,9 +320,19 @@ def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
                     "torch_threads": row.get("torch_threads", metrics.get("torch_threads")),
                     "median_s": row.get("median"), "iqr_s": row.get("iqr"), "noisy": _noisy(row),
                     "n": row.get("n", len(samples) if samples else None), "cold": row.get("cold"),
-                    "samples_s": samples, "warmup_samples_s": row.get("warmup_samples")}
+                    "samples_s": samples, "warmup_samples_s": row.get("warmup_samples"),
+                    **_inspection(row)}
             flat.append({**base, **params, **metrics} | params | base)
     return pd.DataFrame(flat) if flat else pd.DataFrame(columns=BASE_COLUMNS)
+
+
+def _inspection(row: dict) -> dict:
+    """The census and breakdown columns; `*_note` says why one is missing (skipped, failed)."""
+    census, parts = row.get("census") or {}, row.get("breakdown") or {}
+    return ({column: census.get(key) for key, column in CENSUS_COLUMNS.items()}
+            | {column: parts.get(key) for key, column in BREAKDOWN_COLUMNS.items()}
+            | {"census_note": census.get("skipped") or census.get("error"),
+               "breakdown_note": parts.get("skipped") or parts.get("error")})
 
 
 def _per_sample(row: dict) -> str | None:

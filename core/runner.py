@@ -1,13 +1,15 @@
 """Runs an experiment's points one by one into a record: builds each point's workload, times it
-(core.timing) and writes the row; a failing point is recorded as such (out of memory, device error,
+(core.timing), takes the census of one sample and the profiler's breakdown of a few (core.census,
+core.breakdown), and writes the row; a failing point is recorded as such (out of memory, device error,
 skipped) and the run goes on with the next."""
 import signal
 import traceback
+from pathlib import Path
 from typing import Callable
 
 import torch
 
-from core import devices, timing
+from core import breakdown, census, devices, settings, timing
 from core.experiments.base import Experiment, Point, RunState, SkipPoint
 from core.results import RecordWriter
 
@@ -17,10 +19,18 @@ class Cancelled(Exception):
 
 
 def _raise_cancelled(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: a second must not cut the record's last write
     raise Cancelled()
 
 
-def measure_point(experiment: Experiment, point: Point, config: dict, state: RunState = None) -> dict:
+# A sample longer than this is neither censused nor profiled: each would add more than this to the run.
+INSPECT_LIMIT_S = 10.0
+
+
+def measure_point(experiment: Experiment, point: Point, config: dict, state: RunState = None,
+                  files: Path = None, stem: str = "point") -> dict:
+    """Time one point into a row. With `files` (a folder), also take the census of one sample and the
+    profiler's breakdown, whose trace and operator table are written there as `stem`.*."""
     row = {"device": point.device, "variant": point.variant, "params": point.params, "status": "ok"}
     try:
         workload = experiment.workload(point, config, state or RunState())
@@ -29,6 +39,8 @@ def measure_point(experiment: Experiment, point: Point, config: dict, state: Run
         measurement = timing.run(workload, point.device)
         row.update(measurement.to_dict(),
                    metrics=workload.metrics | (workload.finish(measurement) if workload.finish else {}))
+        if files:
+            row.update(inspect(workload, point.device, measurement, files, stem))
     except SkipPoint as skip:
         row.update(status="skipped", error=str(skip), metrics=skip.metrics)
     except (RuntimeError, MemoryError) as e:
@@ -37,17 +49,42 @@ def measure_point(experiment: Experiment, point: Point, config: dict, state: Run
     return row
 
 
+def inspect(workload: timing.Workload, device: str, measurement: timing.Measurement, files: Path,
+            stem: str) -> dict:
+    """The census and the breakdown of a timed workload (more calls of it, after its metrics were read). A
+    failure of either is recorded in its place: the measurement stands without them."""
+    if workload.untraced or measurement.median > INSPECT_LIMIT_S:
+        why = {"skipped": workload.untraced or f"one sample takes {measurement.median:.3g} s: the census and "
+                                               f"the profile are taken only when it takes under {INSPECT_LIMIT_S:g} s"}
+        return {"census": why, "breakdown": why}
+    found = {}
+    for name, take in (("census", lambda: census.take(workload, device)),
+                       ("breakdown", lambda: breakdown.take(workload, device, measurement.median, files, stem))):
+        try:
+            found[name] = take()
+        except (RuntimeError, MemoryError, ValueError, TypeError, NotImplementedError) as e:
+            found[name] = {"error": f"{type(e).__name__}: {e}"}
+            devices.release_cached_memory(device)
+    kernels = found["breakdown"].get("kernels")
+    if kernels is not None and "kernels" in found["census"]:
+        found["census"].update(profiler_kernels=kernels, kernel_difference=kernels - found["census"]["kernels"])
+    return found
+
+
 def run(experiment: Experiment, config: dict, device_names: list[str], writer: RecordWriter,
         progress: Callable[[int, int, Point, dict], None] = None) -> str:
     """Measure every point on every device, writing the record after each; returns the final status.
     SIGTERM cancels: the finished points stay in the record."""
+    settings.require_writable("runs")
     points = experiment.plan(config, device_names)
     state = RunState()
+    writer.start(len(points))  # before the handler: a refused start leaves no handler behind
     previous = signal.signal(signal.SIGTERM, _raise_cancelled)
-    writer.start(len(points))
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # core.jobs holds a cancel back until now
         for i, point in enumerate(points, 1):
-            row = measure_point(experiment, point, config, state)
+            row = measure_point(experiment, point, config, state, files=writer.path.with_suffix(""),
+                                stem=f"{i:03d}-{point.device.replace(':', '')}-{_slug(point.variant)}")
             writer.add(row)
             state.rows.append(row)
             if progress:
@@ -65,3 +102,7 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
     finally:
         signal.signal(signal.SIGTERM, previous)
     return status
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower())

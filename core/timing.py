@@ -61,7 +61,8 @@ class Workload:
     would overrun it. `prewarmed` says the experiment already warmed the call up (a probe), so samples
     taken with no warm-up of their own are not `cold`. With `hooks`, the call receives a `Stopwatch`,
     marks laps at its own hooks (a library's callbacks) and closes the samples. `finish` turns the measurement into metrics
-    (untimed: losses, correctness); `metrics` are known before timing."""
+    (untimed: losses, correctness); `metrics` are known before timing. `untraced` says why the call's
+    work is invisible to PyTorch's dispatcher and profiler (numpy), so no census or profile is taken."""
     call: Callable
     unit: str
     per_call: int = 1
@@ -75,6 +76,7 @@ class Workload:
     threads: int | None = None
     finish: Callable[[Measurement], dict] | None = None
     metrics: dict = field(default_factory=dict)
+    untraced: str | None = None
 
 
 def call_text(unit: str, per_call: int) -> str:

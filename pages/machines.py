@@ -1,29 +1,62 @@
+import warnings
+
 import pandas as pd
 import streamlit as st
 
-from core import devices, results
+from core import devices, profiles, results, settings
 from ui import data
 from ui.router import require_router
 
 require_router()
 
 st.title("Machines")
-st.markdown("Every machine with results in the results folder, as its fingerprint describes it, "
-            "and the runs it holds. The one you are on is marked.")
+st.markdown("Every machine with results or a calibrated profile in the results folder, as its fingerprint "
+            "describes it, the constants its calibration measured, and the runs it holds. The one you are on "
+            "is marked.")
 
 here = devices.fingerprint()["machine_id"]
 records = data.records()
 fingerprints = {r["machine_id"]: r["fingerprint"] for r in sorted(records, key=lambda r: r.get("started") or "")}
 fingerprints.setdefault(here, devices.fingerprint())
+with warnings.catch_warnings(record=True) as skipped:
+    warnings.simplefilter("always")
+    calibrated = profiles.all()
+for warning in skipped:
+    st.warning(str(warning.message), icon="⚠️")
+for mid, profile in calibrated.items():
+    fingerprints.setdefault(mid, profile["fingerprint"])
 machines = pd.DataFrame([{
     "this machine": mid == here, "machine id": mid, "CPU": fp["cpu_model"],
-    "physical / logical cores": f"{fp['cpu_physical_cores']} / {fp['cpu_logical_cores']}",
-    "torch threads": fp["torch_threads"], "memory (GiB)": fp["memory_gib"], "OS": fp["os"],
-    "GPUs": ", ".join(f"{g['name']} ({g['memory_gib']} GiB, cc {g['compute_capability']}, driver {g['cuda_driver']})"
-                      for g in fp["gpus"]) or "none",
-    "python": fp["python"], "torch": fp["torch"], "CUDA": fp["cuda"], "cuDNN": fp["cudnn"],
+    "physical / logical cores": f"{fp.get('cpu_physical_cores', '?')} / {fp['cpu_logical_cores']}",
+    "torch threads": fp.get("torch_threads"), "memory (GiB)": fp.get("memory_gib"), "OS": fp.get("os"),
+    "GPUs": ", ".join(f"{g['name']} ({g.get('memory_gib', '?')} GiB, cc {g.get('compute_capability', '?')}, "
+                      f"driver {g.get('cuda_driver', '?')})" for g in fp.get("gpus", [])) or "none",
+    "python": fp.get("python"), "torch": fp.get("torch"), "CUDA": fp.get("cuda"), "cuDNN": fp.get("cudnn"),
 } for mid, fp in fingerprints.items()])
 st.dataframe(machines, hide_index=True)
+
+st.subheader("Calibrated profiles")
+st.markdown("What each machine's calibration measured: the host's cost per eager operation and per "
+            "DataLoader sample, the compute and memory rates each device achieved, and each GPU's launch, "
+            "kernel, sync, copy and CUDA-graph costs. Each figure is the best of its samples.")
+for mid, fp in fingerprints.items():
+    st.markdown(f"**{mid}**{' (this machine)' if mid == here else ''}: {devices.label(fp)}")
+    profile = calibrated.get(mid)
+    if profile is None:
+        hint = "" if settings.read_only() else ": run `python -m core calibrate`" + ("" if mid == here else " on it")
+        st.markdown(f"not calibrated{hint}")
+        continue
+    taken = pd.Timestamp(profile["taken"]).tz_convert("UTC").strftime("%Y-%m-%d %H:%M UTC")
+    st.caption(f"Calibrated profile taken {taken} in {profile['seconds']:.0f} s"
+               f"{' (quick, rougher figures)' if profile['quick'] else ''} by code {profiles.code_text(profile)}")
+    busy = profiles.busy_note(profile)
+    if busy:
+        st.warning(busy.capitalize() + ".", icon="⚠️")
+    table = pd.DataFrame(profiles.rows(profile))
+    table["value"] = table["value"] + " " + table.pop("unit")
+    st.dataframe(table, hide_index=True, height="content",
+                 column_config={"size": st.column_config.TextColumn(width=110),
+                                "what it is": st.column_config.TextColumn(width="large")})
 
 st.subheader("Runs")
 runs = results.runs_frame(records)

@@ -1,5 +1,6 @@
 """Cached loading of the results store; the cache key includes every record's mtime, so a new or
 updated record shows without restarting the app."""
+import os
 import warnings
 
 import pandas as pd
@@ -10,11 +11,22 @@ from core import results, settings
 
 
 def _signature() -> tuple:
+    """The results folder and, for each place a record may be, its modification time and size, taken
+    without following a link or opening anything (a named pipe would block)."""
     folder = settings.results_dir()
-    return str(folder), tuple(sorted((str(p), p.stat().st_mtime_ns) for p in folder.glob("*/*.json")))
+    return str(folder), tuple(_stamp(path) for path in results.record_paths(folder))
 
 
-@st.cache_data(show_spinner=False)
+def _stamp(path) -> tuple:
+    try:
+        info = os.lstat(path)
+    except OSError:  # gone since it was listed
+        return str(path), None, None
+    return str(path), info.st_mtime_ns, info.st_size
+
+
+# Every rewrite of a record makes a new key; only the last few loads are worth keeping.
+@st.cache_data(show_spinner=False, max_entries=4)
 def _load(signature: tuple) -> tuple[list[dict], list[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

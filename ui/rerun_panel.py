@@ -105,8 +105,12 @@ def _progress() -> None:
     st.progress(job["done"] / total if total else 0.0,
                 text=f"{job['experiment']} ({job['preset']}) on {', '.join(job['devices'])}: "
                      f"{job['done']}/{total or '?'} points, started {job['started']}")
-    if st.button("Cancel run", key="crossover-cancel"):
+    if job["stopping"]:
+        st.warning(f"Stopping after the current point (cancel asked at {job['stopping']}): a point "
+                   "already inside a long computation finishes first; the points done stay recorded.")
+    elif st.button("Cancel run", key="crossover-cancel"):
         jobs.cancel()
+        st.rerun(scope="fragment")
     with st.expander("Log"):
         st.code(jobs.log_tail(job["run_id"]) or "(starting)")
 
@@ -116,7 +120,11 @@ def _last_outcome() -> None:
     if not watched:
         return
     outcome = jobs.progress(watched["record"])
-    message = f"Last run {watched['run_id']}: {outcome['status']}, {outcome['done']}/{outcome['total']} points recorded."
+    if outcome["status"] == "no record":
+        message = f"Last run {watched['run_id']} ended before it wrote a record."
+    else:
+        status = "interrupted" if outcome["status"] == "running" else outcome["status"]  # killed, not ended
+        message = f"Last run {watched['run_id']}: {status}, {outcome['done']}/{outcome['total']} points recorded."
     if outcome["status"] == "complete":
         st.success(message)
     else:

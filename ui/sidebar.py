@@ -22,6 +22,7 @@ def render() -> None:
             st.caption("Interactive: each experiment page can rerun on this machine.")
             job = jobs.current()
             if job:
+                stopping = "; stopping after the current point" if job["stopping"] else ""
                 st.caption(f"Running now: {job['experiment']} on {', '.join(job['devices'])} "
-                           f"({job['done']}/{job['total'] or '?'} points)")
+                           f"({job['done']}/{job['total'] or '?'} points{stopping})")
         st.caption(f"Results: `{settings.results_dir()}`")

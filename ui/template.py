@@ -1,6 +1,7 @@
-"""The one template every experiment page follows: claim, what we measured, verdicts, charts, the tables
-and every point with a CSV download, why, notes, and the rerun panel. Everything comes from the
-experiment's package (analysis, charts, about.md): a page is one call of `experiment_page`."""
+"""The one template every experiment page follows: claim, what we measured, verdicts, charts, where the
+time goes, the tables and every point with a CSV download, why, notes, and the rerun panel. Everything
+comes from the experiment's package (analysis, charts, about.md): a page is one call of
+`experiment_page`."""
 import pandas as pd
 import streamlit as st
 
@@ -9,6 +10,7 @@ from core.analysis import ESTIMATED, NEEDS_GPU, NOT_REPRODUCED, REPRODUCED, Verd
 from ui import data
 from ui.router import require_router
 from ui.rerun_panel import rerun_panel
+from ui.time_breakdown import where_time_goes
 
 MARKS = {REPRODUCED: ":green[:material/check_circle:]", NOT_REPRODUCED: ":red[:material/cancel:]",
          ESTIMATED: ":blue[:material/query_stats:]", NEEDS_GPU: ":orange[:material/hourglass_empty:]"}
@@ -18,7 +20,8 @@ TABLE_DROP = ["samples_s", "warmup_samples_s", "machine_id", "planned_points", "
 def experiment_page(name: str) -> None:
     require_router()
     exp = experiments.get(name)
-    about = exp.about()
+    rows, published = data.rows(name), data.published(name)
+    about = exp.about(rows)
     st.title(exp.title)
     st.markdown(f"> **The write-up's claim.** {about['Claim']}")
     st.caption(f"Source: `shared/seeds/{exp.source}`")
@@ -27,7 +30,6 @@ def experiment_page(name: str) -> None:
     if devices.available() == ["cpu"]:
         st.warning("No GPU was found on this machine: only the CPU variants can run here. GPU results "
                    "appear when records from a GPU machine are in the results folder.")
-    rows, published = data.rows(name), data.published(name)
     if rows.empty:
         st.info("No measured results yet: start a run below, or with `python -m core run "
                 f"{name} --preset quick`.")
@@ -36,6 +38,7 @@ def experiment_page(name: str) -> None:
         st.subheader("Results")
         for chart in exp.charts(rows, published):
             st.altair_chart(chart, width="stretch")
+        where_time_goes(name, rows)
         for title, table in exp.tables(rows).items():
             st.markdown(f"**{title}**")
             st.dataframe(table, hide_index=True) if len(table) else st.caption("Nothing to show yet.")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from core import devices, timing
-from core.params import ConfigError, Param
+from core import devices, prose, timing
+from core.params import ConfigError, Param, shown
 from core.published import figure_text
 
 PRESETS = ("smoke", "quick", "paper")
@@ -44,6 +44,41 @@ class SkipPoint(Exception):
     def __init__(self, reason: str, **metrics):
         super().__init__(reason)
         self.metrics = metrics
+
+
+# -- the memory guard: a point estimated not to fit is skipped before it allocates ----------------------
+MEMORY_FRACTION = Param("memory_fraction", float, 0.5, "share of the free memory a point may use (its "
+                        "device's, and the host's for what is built there): a point estimated to need more "
+                        "is skipped", low=0.05, high=1.0)
+LAST_DATA = "last data"  # RunState.memo: the key of the data set the run's last point built
+
+
+def check_memory(device: str, fraction: float, device_bytes: float, host_bytes: float = 0.0,
+                 recorded: dict | None = None) -> dict:
+    """A point's estimated peak bytes beside the free memory, as metrics: `estimated_bytes` and `free_bytes`
+    on its device (on the CPU the host's bytes count there too) and, on a GPU that needs host memory as well,
+    `estimated_host_bytes` and `free_host_bytes`. Raises SkipPoint with them (and `recorded`) when a need
+    exceeds `fraction` of what is free."""
+    apart = devices.is_accelerator(device) and host_bytes > 0
+    needs = [(device, device_bytes + (0.0 if apart else host_bytes), "")]
+    if apart:
+        needs.append(("cpu", host_bytes, "host_"))
+    metrics = {}
+    for where, need, prefix in needs:
+        metrics |= {f"estimated_{prefix}bytes": float(need), f"free_{prefix}bytes": devices.free_memory(where)}
+    for where, need, prefix in needs:
+        free = metrics[f"free_{prefix}bytes"]
+        if need > fraction * free:
+            raise SkipPoint(f"needs about {need / 1e9:.3g} GB{' of host memory' if prefix else ''}; {where} has "
+                            f"{free / 1e9:.3g} GB free and a point may use {fraction:.0%} of it (memory_fraction)",
+                            **metrics, **(recorded or {}))
+    return metrics
+
+
+def data_resident(run: "RunState", key) -> bool:
+    """Whether the run's last point built this data set: the experiments' lru caches keep at least the latest
+    one, so it is already held (out of the free memory) and needs no room again."""
+    return run.memo.get(LAST_DATA) == key
 
 
 class RunState:
@@ -85,7 +120,7 @@ class Experiment:
     def config(self, preset: str = "quick", overrides: dict[str, Any] = None) -> dict:
         """The preset's values with `overrides` applied, each checked; raises ConfigError."""
         if preset not in PRESETS:
-            raise ConfigError("preset", f"'{preset}' is not one of {', '.join(PRESETS)}")
+            raise ConfigError("preset", f"{shown(preset)} is not one of {', '.join(PRESETS)}")
         values = {p.name: p.default for p in self.all_params()} | self.presets.get(preset, {})
         for name, value in (overrides or {}).items():
             self.param(name)
@@ -137,22 +172,43 @@ class Experiment:
     def charts(self, rows: pd.DataFrame, published: pd.DataFrame) -> list:
         return self._part("charts").charts(rows, published)
 
-    def about(self) -> dict[str, str]:
-        """The sections of about.md (Claim, Measured, Why, Notes), published figures filled in."""
+    def about(self, rows: pd.DataFrame | None = None) -> dict[str, str]:
+        """The sections of about.md (Claim, Measured, Why, Notes), published figures filled in, and measured
+        ones from `rows` (this experiment's rows frame; without it every measured figure reads as not
+        measured yet). A placeholder that can never be filled raises PlaceholderError."""
         folder = Path(sys.modules[type(self).__module__].__file__).parent
-        return parse_about((folder / "about.md").read_text(encoding="utf-8"))
+        return parse_about((folder / "about.md").read_text(encoding="utf-8"), rows, self)
 
     @property
     def claim(self) -> str:
         return self.about()["Claim"]
 
 
-def parse_about(text: str) -> dict[str, str]:
-    """`## Section` blocks; `{published:ID}` becomes that figure from core/published.json (value and unit)."""
+def parse_about(text: str, rows: pd.DataFrame | None = None, experiment: Experiment | None = None) -> dict[str, str]:
+    """`## Section` blocks of an about.md, its placeholders filled:
+
+    - `{published:ID}`: that figure of core/published.json, its value and unit ("11.29 s", "6x").
+    - `{measured:FIELD|key=value|...}`: a figure of `rows` (core.prose), e.g.
+      `{measured:census|variant=as written|device=cpu}` reads "38 operations, 38 kernels, 1 host sync and
+      0 copies per epoch"; `{measured:share:host|device=cpu}` reads "62%". FIELD is a census count
+      (`census_operations`, `census_kernels`, `census_syncs`, `census_copies`, `census_flops`, ...), `census`
+      (all counts), `top` (most frequent operations), a breakdown part (`time_host_s`, ...), `median_s`,
+      `share:PART` (PART: compute, copies, sync, loading, host) or a metric with a unit (`gb_per_s`,
+      `first_epoch_s`, ...); keys pick rows by `variant`, `device` (cpu, cuda, mps, gpu or a name) and
+      swept parameters (`batch_size=512`); `per=steps_per_epoch` states it per step. Figures are per unit
+      (divided by a sample's `per_call`), from this machine when it measured them, else the machine that
+      measured last; a line under the section says where they come from. Nothing measured yet reads
+      "*not measured yet*", with the command that measures it.
+
+    With `experiment`, every measured placeholder must match a point it plans (a known variant, device
+    kind and parameter values), else PlaceholderError names it, whether or not `rows` are given."""
     text = re.sub(r"\{published:([^}]+)\}", lambda m: figure_text(m.group(1)), text)
     parts = re.split(r"^## +(.+?)\s*$", text, flags=re.M)
     sections = {name: body.strip() for name, body in zip(parts[1::2], parts[2::2])}
     missing = [s for s in ABOUT_SECTIONS[:3] if s not in sections]
     if missing:
         raise ValueError(f"about.md lacks the section(s) {', '.join(missing)}")
-    return {s: sections.get(s, "") for s in ABOUT_SECTIONS}
+    points = prose.planned_points(experiment, PRESETS) if experiment and "{measured" in text else None
+    here = devices.fingerprint()["machine_id"] if rows is not None and len(rows) else None
+    name = experiment.name if experiment else None
+    return {s: prose.fill(sections.get(s, ""), rows, name, points, here) for s in ABOUT_SECTIONS}

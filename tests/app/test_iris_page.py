@@ -7,7 +7,7 @@ def test_page_shows_charts_verdicts_tables_and_the_explanation(results_dir, one_
     smoke_record("iris")
     at = render("pages/iris.py")
     assert not at.exception
-    assert len(at.get("vega_lite_chart")) == 5
+    assert len(at.get("vega_lite_chart")) == 6
     text = " ".join(page_text(at).split())
     assert f"**{NEEDS_GPU}**: For a model this small the CPU trains faster" in text
     assert "A forward hook runs through model(x)" in text

@@ -14,7 +14,7 @@ def small_record(results_dir):
 def test_page_shows_charts_verdicts_tables_and_the_explanation(small_record):
     at = render("pages/jacobian.py")
     assert not at.exception
-    assert len(at.get("vega_lite_chart")) == 3
+    assert len(at.get("vega_lite_chart")) == 4
     text = page_text(at)
     # the written call ran at val=2 only: nothing to extrapolate to val=100 or 1000 from; the move needs a GPU
     assert text.count("**no data yet**") == 2 and text.count("**needs a GPU to tell**") == 1

@@ -20,7 +20,7 @@ def cpu_run(results_dir, one_thread):
 def test_page_draws_surfaces_losses_times_and_the_crossover_from_a_run(cpu_run):
     at = page()
     assert not at.exception
-    assert len(at.get("vega_lite_chart")) == 6
+    assert len(at.get("vega_lite_chart")) == 7
     text = page_text(at)
     assert text.count(f"**{NEEDS_GPU}**") == 6 and PAPER_FIGURE in text
     assert len(at.get("dataframe")) == 2  # the final MSEs and every measured point

@@ -22,6 +22,6 @@ def test_page_with_a_cpu_run_shows_charts_tables_and_asks_for_a_gpu():
     assert smoke_record("tabnet", batch_sizes=(256,), rows=512)["status"] == "complete"
     at = page()
     assert not at.exception
-    assert len(at.get("vega_lite_chart")) == 4
+    assert len(at.get("vega_lite_chart")) == 5
     assert "needs a GPU to tell" in page_text(at)
     assert len(at.dataframe) >= 2

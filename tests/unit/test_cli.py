@@ -28,20 +28,28 @@ def test_bad_input_exits_non_zero_naming_the_field(capsys, results_dir):
              ("run", "matmul", "--set", "sizes=0"): "sizes: 0 is out of range; allowed:",
              ("run", "matmul", "--set", "repeats"): "--set: 'repeats' is not NAME=VALUE",
              ("run", "matmul", "--set", "bogus=1"): "bogus: unknown parameter",
-             ("run", "matmul", "--device", "cuda:9"): "device: 'cuda:9' is not present"}
+             ("run", "matmul", "--device", "cuda:9"): "device: 'cuda:9' is not present",
+             ("run", "matmul", "--set", "repeats=2", "--set", "repeats=3"): "repeats: given twice with --set",
+             ("run", "matmul", "--set", "sizes=16,16"): "sizes: 16 is given twice; allowed:",
+             ("run", "matmul", "--set", "block_seconds=nan"): "block_seconds: 'nan' is not a finite number; allowed:",
+             ("run", "matmul", "--config-json", '{"repeats": 2}', "--set", "repeats=3"):
+                 "repeats: given both in --config-json and with --set",
+             ("run", "matmul", "--config-json", '{"repeats": 2, "repeats": 3}'): "--config-json: 'repeats' is given twice",
+             ("run", "matmul", "--config-json", '{"block_seconds": NaN}'): "block_seconds: nan is not a finite number"}
     for argv, message in cases.items():
         assert main(list(argv)) == 2, argv
         assert message in capsys.readouterr().err
     assert not list(results_dir.glob("*/*.json"))
 
 
-def test_run_writes_a_complete_record(capsys, results_dir):
-    assert main(["run", "matmul", "--device", "cpu", "--preset", "smoke", "--set", "sizes=8,16",
+def test_run_writes_a_complete_record_measuring_a_repeated_device_once(capsys, results_dir):
+    assert main(["run", "matmul", "--device", "cpu", "--device", "cpu", "--preset", "smoke", "--set", "sizes=8,16",
                  "--set", "variants=numpy"]) == 0
     out = capsys.readouterr().out
     assert "[2/2] cpu numpy size=16: median" in out
     [record] = results.load_records(results_dir)
     assert record["status"] == "complete" and [r["params"]["size"] for r in record["rows"]] == [8, 16]
+    assert record["devices"] == ["cpu"]
     assert record["config"]["variants"] == ["numpy"]
 
 

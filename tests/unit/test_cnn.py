@@ -1,10 +1,13 @@
+import dataclasses
+
 import pandas as pd
 import pytest
 import torch
 
-from core import cli, devices, graphs, published, results
+from core import cli, devices, graphs, published, results, runner
+from core.datasets import VALIDATION_ROWS
 from core.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
-from core.experiments.cnn import analysis, charts, model as cnn_model
+from core.experiments.cnn import analysis, charts, experiment, model as cnn_model
 from core.experiments.cnn.experiment import AS_WRITTEN, EXPERIMENT, TUNED, plan
 from core.experiments.cnn.model import (MODELS, TRAINERS, BaseModel, GruRegressor, MnistNet, Tuned, build,
                                         sequences, synthetic_images, validation_loss, weights_checksum)
@@ -188,6 +191,53 @@ def test_cli_refuses_bad_requests_before_any_work(args, results_dir, capsys):
     assert cli.main(["run", "cnn", "--preset", "smoke", *args]) == 2
     assert "error:" in capsys.readouterr().err
     assert not list(results_dir.glob("*/*.json"))
+
+
+# -- the memory guard ------------------------------------------------------------------------------
+@pytest.mark.parametrize("model", list(MODELS))
+def test_the_estimates_row_bytes_are_those_of_the_generated_data(model):
+    x, y, _, _ = MODELS[model].data(8, 0)
+    assert MODELS[model].row_bytes == (x.nbytes + y.nbytes) // 8
+
+
+def test_the_estimate_counts_data_once_order_and_the_tuned_copy_on_a_gpu_where_they_live():
+    rows, batch, weights = 2**20, 512, 1000
+    spec = MODELS["cnn1d"]
+    data = (rows + VALIDATION_ROWS) * spec.row_bytes
+    training = 16 * weights + 512 * (spec.sample_bytes + spec.row_bytes) + experiment.WORKSPACE_BYTES
+    need = lambda variant, device, resident=False: experiment.memory_need(variant, "cnn1d", rows, batch, device,
+                                                                          weights, resident)
+    assert need(AS_WRITTEN, "cpu") == (training, data + 48 * rows)
+    assert need(TUNED, "cpu") == (training + 8 * rows, data)
+    assert need(TUNED, "cuda:0") == (training + 8 * rows + rows * spec.row_bytes, data)
+    assert need(TUNED, "cpu", resident=True) == (training + 8 * rows, 0)
+    mnist = experiment.memory_need(TUNED, "mnist", 64, 32, "cpu", weights, False)[1]
+    assert mnist == 3 * (64 + VALIDATION_ROWS) * MODELS["mnist"].row_bytes  # drawing holds three copies
+
+
+def test_a_point_reusing_the_last_points_data_does_not_count_it_again():
+    config = EXPERIMENT.config("smoke", {"models": ("cnn1d",)})
+    run = RunState()
+    point = lambda variant, rows: Point("cpu", variant, {"model": "cnn1d", "batch_size": 64, "rows": rows})
+    first, again, other = (EXPERIMENT.workload(point(variant, rows), config, run).metrics["estimated_bytes"]
+                           for variant, rows in ((AS_WRITTEN, 128), (TUNED, 128), (TUNED, 256)))
+    row_bytes = MODELS["cnn1d"].row_bytes
+    assert first - again == (128 + VALIDATION_ROWS) * row_bytes + (48 - 8) * 128  # the data, the order's list
+    assert other - again == (256 + VALIDATION_ROWS) * row_bytes + 8 * 128  # new data, a longer order
+
+
+def test_a_point_that_would_not_fit_is_skipped_before_its_data_is_generated(monkeypatch):
+    monkeypatch.setattr(devices, "free_memory", lambda device: 8e9)
+    monkeypatch.setitem(MODELS, "cnn1d", dataclasses.replace(MODELS["cnn1d"], data=lambda rows, seed: pytest.fail(
+        "the data was generated")))
+    config = EXPERIMENT.config("smoke", {"models": ("cnn1d",)})
+    point = Point("cpu", AS_WRITTEN, {"model": "cnn1d", "batch_size": 4096, "rows": 2**24})
+    row = runner.measure_point(EXPERIMENT, point, config)
+    assert row["status"] == "skipped" and "memory_fraction" in row["error"]
+    assert row["metrics"]["free_bytes"] == 8e9 and row["metrics"]["estimated_bytes"] > 2**24 * MODELS["cnn1d"].row_bytes
+    with pytest.raises(pytest.fail.Exception, match="the data was generated"):  # all of the free memory: let through
+        EXPERIMENT.workload(point, EXPERIMENT.config("smoke", {"models": ("cnn1d",), "memory_fraction": 1.0}),
+                            RunState())
 
 
 # -- a real smoke run -------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
+import numpy as np
 import pytest
 import torch
 
-from core import devices
+from core import devices, runner, timing
+from core.experiments.base import Experiment, Point, RunState, SkipPoint, Variant, check_memory
 
 
 def test_cpu_is_always_available_and_devices_are_checked():
@@ -41,3 +43,69 @@ def test_device_kinds_and_out_of_memory_detection():
 def test_gpu_fingerprint_fields():
     gpu = devices.fingerprint()["gpus"][0]
     assert gpu["device"] == "cuda:0" and gpu["memory_gib"] > 0 and "." in gpu["compute_capability"]
+
+
+# -- allocation failures and the shared memory guard ----------------------------------------------
+CPU_ALLOCATOR_FAILURE = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+                         "you tried to allocate 1125899906842624 bytes. Error code 12 (Cannot allocate memory)")
+
+
+def test_cpu_allocation_failures_are_out_of_memory():
+    assert devices.is_out_of_memory(RuntimeError(CPU_ALLOCATOR_FAILURE))
+    assert devices.is_out_of_memory(MemoryError())
+    with pytest.raises(RuntimeError) as torch_failure:
+        torch.empty(2**50, dtype=torch.uint8)  # a petabyte: more than any address space holds
+    with pytest.raises(MemoryError) as numpy_failure:
+        np.empty(2**50, dtype=np.uint8)
+    assert devices.is_out_of_memory(torch_failure.value) and devices.is_out_of_memory(numpy_failure.value)
+    assert not devices.is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+
+
+class FailingAllocation(Experiment):
+    """One point whose call (or whose building) fails as a CPU allocation does."""
+    name = "failing"
+    variants = (Variant("call", "the timed call fails"), Variant("build", "building the workload fails"))
+
+    def workload(self, point: Point, config: dict, run: RunState) -> timing.Workload:
+        if point.variant == "build":
+            np.empty(2**50, dtype=np.uint8)
+
+        def call():
+            raise RuntimeError(CPU_ALLOCATOR_FAILURE)
+        return timing.Workload(call, unit="call", repeats=1, warmup=0)
+
+
+@pytest.mark.parametrize("variant, error", [("call", "RuntimeError: [enforce fail at alloc_cpu.cpp"),
+                                            ("build", "MemoryError: Unable to allocate")])
+def test_the_runner_records_a_failed_cpu_allocation_as_oom(variant, error):
+    row = runner.measure_point(FailingAllocation(), Point("cpu", variant), {})
+    assert row["status"] == "oom" and row["error"].startswith(error)
+
+
+def _free(**by_device):
+    return lambda device: by_device[device]
+
+
+def test_the_memory_guard_passes_a_point_that_fits_and_records_the_estimate(monkeypatch):
+    monkeypatch.setattr(devices, "free_memory", _free(cpu=10e9))
+    assert check_memory("cpu", 0.5, 3e9, host_bytes=2e9) == {"estimated_bytes": 5e9, "free_bytes": 10e9}
+
+
+def test_the_memory_guard_skips_a_cpu_point_over_the_fraction_with_its_estimate(monkeypatch):
+    monkeypatch.setattr(devices, "free_memory", _free(cpu=10e9))
+    with pytest.raises(SkipPoint) as skipped:
+        check_memory("cpu", 0.5, 3e9, host_bytes=2.5e9, recorded={"estimated_seconds": 1.0})
+    assert skipped.value.metrics == {"estimated_bytes": 5.5e9, "free_bytes": 10e9, "estimated_seconds": 1.0}
+    assert str(skipped.value) == ("needs about 5.5 GB; cpu has 10 GB free and a point may use 50% of it "
+                                  "(memory_fraction)")
+
+
+@pytest.mark.parametrize("device_bytes, host_bytes, says", [(5e9, 1e9, "needs about 5 GB; cuda:1 has 8 GB free"),
+                                                           (1e9, 6e9, "needs about 6 GB of host memory; cpu has 10")])
+def test_on_a_gpu_the_device_and_the_host_are_each_checked(monkeypatch, device_bytes, host_bytes, says):
+    monkeypatch.setattr(devices, "free_memory", _free(cpu=10e9, **{"cuda:1": 8e9}))
+    with pytest.raises(SkipPoint, match=says) as skipped:
+        check_memory("cuda:1", 0.5, device_bytes, host_bytes=host_bytes)
+    assert skipped.value.metrics == {"estimated_bytes": device_bytes, "free_bytes": 8e9,
+                                     "estimated_host_bytes": host_bytes, "free_host_bytes": 10e9}
+    assert check_memory("cuda:1", 0.5, 1e9) == {"estimated_bytes": 1e9, "free_bytes": 8e9}  # nothing on the host

@@ -1,17 +1,26 @@
+import os
+import signal
+import time
+from pathlib import Path
+
 import pytest
 
 from core import jobs, results, runlock, settings
 from core.params import ConfigError
 from tests.helpers import wait_for
 
-SLOW = {"sizes": (16,) * 40, "repeats": 5, "block_seconds": 0.02, "variants": ("numpy",)}
+SLOW = {"sizes": tuple(range(8, 48)), "repeats": 5, "block_seconds": 0.02, "variants": ("numpy",)}
 
 
 def test_background_smoke_run_end_to_end(results_dir, monkeypatch):
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    old_logs = _old_logs(results_dir / ".logs", jobs.LOGS_KEPT + 5)
     info = jobs.start("matmul", ["cpu"], "smoke", {"variants": ("numpy",)})
     assert info["pid"] and info["experiment"] == "matmul"
     wait_for(lambda: jobs.current() is None)
+    kept = {p.name for p in (results_dir / ".logs").glob("*.log")}
+    assert kept == {f"{info['run_id']}.log"} | {p.name for p in old_logs[-(jobs.LOGS_KEPT - 1):]}
+    assert not (results_dir / runlock.INFO_NAME).exists()  # the run's description goes with it
     record = results.read_record(info["record"])
     assert record["status"] == "complete"
     assert len(record["rows"]) == record["planned_points"] == 3
@@ -35,7 +44,10 @@ def test_one_run_at_a_time_and_cancel_keeps_finished_points(results_dir):
         assert progress["total"] == 40 and progress["run_id"] == info["run_id"]
     finally:
         assert jobs.cancel()
+    stopping = jobs.current()
+    assert stopping is None or stopping["stopping"]  # shown until the run's process has exited
     wait_for(lambda: jobs.current() is None)
+    wait_for(lambda: not _alive_or_zombie(info["pid"]))  # reaped: no defunct process left under the app
     record = results.read_record(info["record"])
     assert record["status"] == "cancelled"
     assert 2 <= len(record["rows"]) < 40
@@ -44,14 +56,14 @@ def test_one_run_at_a_time_and_cancel_keeps_finished_points(results_dir):
 
 
 def test_a_killed_run_leaves_no_stale_lock(results_dir):
-    import os
-    import signal
     info = jobs.start("matmul", ["cpu"], "smoke", SLOW)
     wait_for(lambda: (j := jobs.current()) and j["done"] >= 1)
     os.killpg(info["pid"], signal.SIGKILL)
     wait_for(lambda: jobs.current() is None)
     assert results.read_record(info["record"])["status"] == "running"  # what was written stays readable
     assert results.load_records(results_dir)[0]["status"] == "partial"
+    assert runlock.holder() is None  # its description is left behind, but nothing holds the lock
+    runlock.release(runlock.acquire({"run_id": "next"}))
 
 
 def test_read_only_refuses_to_start(results_dir, monkeypatch):
@@ -59,3 +71,23 @@ def test_read_only_refuses_to_start(results_dir, monkeypatch):
     with pytest.raises(settings.ReadOnlyError):
         jobs.start("matmul", ["cpu"], "smoke")
     assert jobs.current() is None
+
+
+def _old_logs(folder: Path, count: int) -> list[Path]:
+    """`count` logs of earlier runs, oldest first."""
+    folder.mkdir(parents=True)
+    logs = []
+    for i in range(count):
+        log = folder / f"old-{i:02d}.log"
+        log.write_text("earlier run\n")
+        os.utime(log, (time.time() - 3600 + i, time.time() - 3600 + i))
+        logs.append(log)
+    return logs
+
+
+def _alive_or_zombie(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # succeeds on a zombie too, until it is reaped
+    except ProcessLookupError:
+        return False
+    return True

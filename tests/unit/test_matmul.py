@@ -1,10 +1,13 @@
+import tracemalloc
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from core import devices, published
+from core import devices, published, runner
 from core.analysis import NEEDS_GPU, NOT_REPRODUCED, REPRODUCED
+from core.experiments.base import Point, RunState
 from core.experiments.matmul import analysis, experiment as matmul
 from tests.helpers import hand_rows, smoke_rows
 
@@ -83,3 +86,43 @@ def test_gpu_variants_agree_with_numpy_and_move_the_bytes_they_claim(device):
         out = matmul.host_result(fn(), device)
         assert nbytes == a.nbytes
         np.testing.assert_allclose(out, a)
+
+
+# -- the memory guard -------------------------------------------------------------------------------
+MATRIX = 4 * 256 * 256  # bytes of one 256 x 256 float32 matrix
+SLACK = matmul.HOST_SLACK_BYTES
+
+
+def test_the_estimate_counts_the_operands_unless_the_last_point_made_them():
+    assert matmul.memory_need("cpu", 256, resident=False) == (4 * MATRIX, 2 * MATRIX + SLACK)
+    assert matmul.memory_need("cpu", 256, resident=True) == (4 * MATRIX, SLACK)
+    assert matmul.memory_need("cuda:0", 256, resident=False) == (5 * MATRIX, 9 * MATRIX + SLACK)
+    config = EXP.config("smoke")
+    run = RunState()
+    first = EXP.workload(Point("cpu", "numpy", {"size": 256}), config, run).metrics["estimated_bytes"]
+    again = EXP.workload(Point("cpu", "torch cpu", {"size": 256}), config, run).metrics["estimated_bytes"]
+    other = EXP.workload(Point("cpu", "numpy", {"size": 64}), config, run).metrics["estimated_bytes"]
+    assert (first, again) == (6 * MATRIX + SLACK, 4 * MATRIX + SLACK) and other == 6 * 4 * 64 * 64 + SLACK
+
+
+def test_the_estimate_covers_the_traced_peak_of_a_numpy_point():
+    """numpy reports its allocations to tracemalloc: the point's real peak, operands made afresh included."""
+    config = EXP.config("smoke", {"seed": 4242, "repeats": 1})  # a seed no other test uses: no cached operands
+    tracemalloc.start()
+    try:
+        row = runner.measure_point(EXP, Point("cpu", "numpy", {"size": 256}), config)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert row["status"] == "ok" and row["metrics"]["estimated_bytes"] == 6 * MATRIX + SLACK
+    assert 6 * MATRIX <= peak <= 6 * MATRIX + SLACK  # the six matrices counted, and the slack covers the rest
+
+
+def test_a_point_that_would_not_fit_is_skipped_before_its_operands_exist(monkeypatch):
+    monkeypatch.setattr(devices, "free_memory", lambda device: 7.5e9)
+    monkeypatch.setattr(matmul, "operands", lambda n, seed: pytest.fail("the operands were made"))
+    row = runner.measure_point(EXP, Point("cpu", "numpy", {"size": 16384}), EXP.config("smoke"))
+    assert row["status"] == "skipped" and "memory_fraction" in row["error"] and "6.51 GB" in row["error"]
+    assert row["metrics"] == {"estimated_bytes": 6 * 4 * 16384**2 + SLACK, "free_bytes": 7.5e9}
+    with pytest.raises(pytest.fail.Exception, match="the operands were made"):  # all of the free memory: let through
+        EXP.workload(Point("cpu", "numpy", {"size": 16384}), EXP.config("smoke", {"memory_fraction": 1.0}), RunState())

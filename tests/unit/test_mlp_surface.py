@@ -206,9 +206,41 @@ def test_a_point_over_the_time_limit_is_skipped_with_the_estimate_of_the_runners
     with pytest.raises(SkipPoint) as skipped:
         EXP.workload(point, config, run)
     probe, = run.timed
-    assert (probe.unit, probe.per_call, probe.repeats, probe.warmup) == ("epoch", 1, 3, 1)
+    assert (probe.unit, probe.per_call, probe.repeats, probe.warmup) == ("step", 1, 3, 1)  # a full-batch epoch
+    assert probe.budget_s == experiment.PROBE_BUDGET_S
     assert "max_point_seconds" in str(skipped.value)
     assert skipped.value.metrics == {"estimated_seconds": 20.0 * config["repeats"], "estimated_seconds_per_epoch": 1.0}
+
+
+def test_the_dataloader_probe_times_a_few_minibatches_and_scales_them_to_the_epoch():
+    config = EXP.config("smoke", {"max_point_seconds": 10.0, "batch_size": 1})
+    point = Point("cpu", "with DataLoader", {"role": "sweep", "grid": 10, "samples": 100, "epochs": 20})
+    run = SlowProbe()
+    with pytest.raises(SkipPoint) as skipped:
+        EXP.workload(point, config, run)
+    probe, = run.timed
+    steps = experiment.PROBE_STEPS
+    assert (probe.unit, probe.per_call) == ("step", steps) and steps < 100
+    assert skipped.value.metrics["estimated_seconds_per_epoch"] == pytest.approx(100 / steps)
+
+
+def test_the_probe_trains_only_the_first_minibatches():
+    trainer = model.Trainer("with DataLoader", "cpu", 10, 1, 0.08, 1)
+    seen = []
+    trainer._step = lambda x, y: seen.append(len(x)) or torch.zeros(())
+    trainer.train_steps(5)
+    assert seen == [1] * 5
+
+
+@pytest.mark.timeout(60)  # a hang guard: the unbounded probe trained whole epochs of a million minibatches
+def test_a_huge_dataloader_point_is_skipped_by_a_bounded_probe():
+    config = EXP.config("smoke", {"max_point_seconds": 0.1, "sweep_grids": (1000,), "batch_size": 1,
+                                  "variants": ("with DataLoader",)})
+    point, = (p for p in EXP.points(config, "cpu") if p.params["role"] == "sweep")
+    assert point.params["samples"] == 1_000_000
+    row = runner.measure_point(EXP, point, config)
+    assert row["status"] == "skipped" and "over max_point_seconds=0.1" in row["error"]
+    assert row["metrics"]["estimated_seconds"] > 0.1
 
 
 def test_a_skipped_point_is_recorded_with_its_estimate():

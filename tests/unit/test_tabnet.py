@@ -80,8 +80,36 @@ def test_a_point_is_one_hooked_workload_whose_samples_are_epochs():
     config = EXP.config("smoke")
     workload = EXP.workload(Point("cpu", tabnet.TUNED, {"batch_size": 512}), config, RunState())
     assert (workload.unit, workload.per_call, workload.hooks) == ("epoch", 1, True)
+    memory = {k: workload.metrics.pop(k) for k in ("estimated_bytes", "free_bytes")}
     assert workload.metrics == {"rows": config["rows"], "virtual_batch_size": 512, "num_workers": 0,
                                 "pin_memory": False, "drop_last": True, "compute_importance": False}
+    assert memory["estimated_bytes"] == sum(tabnet.memory_need(config["rows"], tabnet.fit_options(
+        tabnet.TUNED, 512, "cpu", config), resident=False))
+
+
+def test_the_estimates_data_row_is_the_generated_data_and_importance_counts_only_where_computed():
+    x, y, _, _ = tabnet.numpy_data(8, 0)
+    assert tabnet.DATA_ROW_BYTES == (x.nbytes + y.nbytes) // 8
+    config = EXP.config("smoke")
+    rows, data = 2**20, (2**20 + tabnet.datasets.VALIDATION_ROWS) * tabnet.DATA_ROW_BYTES
+    written, tuned = (tabnet.fit_options(v, 1024, "cuda:0", config) for v in (tabnet.AS_WRITTEN, tabnet.TUNED))
+    on_device = 1024 * tabnet.SAMPLE_BYTES + tabnet.WORKSPACE_BYTES
+    assert tabnet.memory_need(rows, tuned, resident=False) == (on_device, data + rows * tabnet.FIT_ROW_BYTES)
+    assert tabnet.memory_need(rows, written, resident=True) == (
+        on_device, rows * (tabnet.FIT_ROW_BYTES + tabnet.IMPORTANCE_ROW_BYTES))
+
+
+def test_a_fit_that_would_not_fit_is_skipped_before_its_data_is_generated(monkeypatch):
+    monkeypatch.setattr(devices, "free_memory", lambda device: 8e9)
+    monkeypatch.setattr(tabnet, "numpy_data", lambda rows, seed: pytest.fail("the data was generated"))
+    config = EXP.config("smoke", {"rows": 2_000_000, "batch_sizes": (1024,)})
+    row = runner.measure_point(EXP, Point("cpu", tabnet.AS_WRITTEN, {"batch_size": 1024}), config)
+    assert row["status"] == "skipped" and "memory_fraction" in row["error"]
+    assert row["metrics"]["free_bytes"] == 8e9 and row["metrics"]["estimated_bytes"] > 2_000_000 * 3000
+    run = RunState()
+    with pytest.raises(pytest.fail.Exception, match="the data was generated"):  # tuned needs about 1.5 GB: let through
+        EXP.workload(Point("cpu", tabnet.TUNED, {"batch_size": 1024}), config, run)
+    assert not run.memo  # nothing made, so nothing counts as already there for the next point
 
 
 def test_epoch_timer_splits_each_epoch_into_loader_steps_and_evaluation():

@@ -4,8 +4,11 @@ a tuned one, on every device, from the same starting weights. One timed call is 
 from typing import Iterator
 
 from core import devices, timing
-from core.experiments.base import Experiment, Point, RunState, Variant
-from core.experiments.cnn.model import MODELS, TRAINERS, build, validation_loss, weights_checksum
+from core.datasets import VALIDATION_ROWS
+from core.experiments.base import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
+                                   data_resident)
+from core.experiments.cnn.model import (MODELS, TRAINERS, VALIDATION_CHUNK, build, validation_loss,
+                                        weights_checksum)
 from core.params import ConfigError, Param
 
 MAX_ROWS = 2**24
@@ -14,6 +17,11 @@ AS_WRITTEN, TUNED = "as written", "tuned"
 CPU_STEP_COST = {"cnn1d": (1.3e-3, 4e-6), "mnist": (1e-3, 6e-4), "gru": (1e-3, 1e-4)}
 GPU_STEP_COST = (1e-3, 1e-7)
 POINT_OVERHEAD_S = 0.5  # building the model and trainer, two validation passes
+FLOAT = 4
+# Per training row, an epoch's shuffled order: the DataLoader's list of Python ints (RandomSampler's
+# randperm().tolist(), a pointer and an int object each), the tuned loop's int64 permutation.
+ORDER_BYTES = {AS_WRITTEN: 48, TUNED: 8}
+WORKSPACE_BYTES = 64e6  # libraries' workspaces and the allocator's slack (30-45 MB beyond the weights, measured)
 
 
 class Cnn(Experiment):
@@ -39,6 +47,7 @@ class Cnn(Experiment):
         Param("lr", float, 1e-3, "Adam learning rate", low=1e-6, high=1.0),
         Param("seed", int, 0, "seed of the data, the starting weights and the shuffling", low=0, high=2**31 - 1),
         Param("cuda_graph", bool, True, "tuned variant on CUDA: replay each training step as a CUDA graph"),
+        MEMORY_FRACTION,
     )
     presets = {
         "smoke": {"models": tuple(MODELS), "rows": 512, "batch_sizes": (64, 512), "size_rows": (128, 512),
@@ -75,11 +84,18 @@ class Cnn(Experiment):
 
     def workload(self, point: Point, config: dict, run: RunState) -> timing.Workload:
         """One call trains one epoch; the warm-up epoch (start-up costs included) is kept apart as
-        first_epoch_s. Both variants start from the same seeded weights."""
+        first_epoch_s. Both variants start from the same seeded weights. A point estimated not to fit
+        `memory_fraction` of the free memory is skipped before its data is generated."""
         p = point.params
         spec = MODELS[p["model"]]
+        model = build(p["model"], config["seed"])
+        data_key = (p["model"], p["rows"], config["seed"])
+        memory = check_memory(point.device, config["memory_fraction"],
+                              *memory_need(point.variant, p["model"], p["rows"], p["batch_size"], point.device,
+                                           sum(w.numel() for w in model.parameters()), data_resident(run, data_key)))
         x, y, val_x, val_y = spec.data(p["rows"], config["seed"])
-        model = build(p["model"], config["seed"]).to(point.device)
+        run.memo[LAST_DATA] = data_key
+        model = model.to(point.device)
         trainer = TRAINERS[point.variant](model, spec.loss, x, y, p["batch_size"], point.device, config["seed"],
                                           config["lr"], config["cuda_graph"])
         steps = p["rows"] // p["batch_size"]
@@ -91,7 +107,7 @@ class Cnn(Experiment):
         metrics = {"init_weights_checksum": weights_checksum(model),
                    "val_loss_initial": validation_loss(model, spec.loss, val_x, val_y, point.device),
                    "steps_per_epoch": steps, "fused_optimizer": trainer.fused, "cuda_graph": trainer.graphed,
-                   "cuda_graph_error": trainer.graph_error}
+                   "cuda_graph_error": trainer.graph_error} | memory
         return timing.Workload(trainer.epoch, unit="epoch", repeats=config["epochs"], warmup=1, finish=finish,
                                metrics=metrics)
 
@@ -104,6 +120,23 @@ class Cnn(Experiment):
             per_variant = epochs * steps * (fixed + per_sample * p["batch_size"]) + POINT_OVERHEAD_S
             total += per_variant * len(self.variants_for(config, device))
         return total
+
+
+def memory_need(variant: str, model: str, rows: int, batch: int, device: str, parameters: int,
+                resident: bool) -> tuple[float, float]:
+    """(device bytes, host bytes) of a point at its peak: the generated data on the host (none when
+    `resident`: the run's last point built it), the weights with their gradients and Adam's two moments,
+    the activations of a training batch or of a validation chunk (the larger; the batch's copy of its rows
+    too), the shuffled order and, for the tuned loop on a GPU, the training data copied there."""
+    spec = MODELS[model]
+    host = 0.0 if resident else spec.building_copies * (rows + VALIDATION_ROWS) * spec.row_bytes
+    on_device = (4 * FLOAT * parameters + max(batch, VALIDATION_CHUNK) * (spec.sample_bytes + spec.row_bytes)
+                 + WORKSPACE_BYTES)
+    order = ORDER_BYTES[variant] * rows
+    if variant == AS_WRITTEN:
+        return on_device, host + order
+    copied = rows * spec.row_bytes if devices.is_accelerator(device) else 0.0
+    return on_device + order + copied, host
 
 
 SWEEPS = (("cnn1d", "rows", "batch_sizes"), ("cnn1d", "size_rows", "size_batches"),

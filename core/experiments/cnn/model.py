@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from core import devices, graphs
-from core.datasets import random_regression
+from core.datasets import FEATURES, random_regression
 
 IMAGE_SIDE = 28
 CLASSES = 10
@@ -106,17 +106,27 @@ def sequences(rows: int, seed: int = 0) -> Data:
 @dataclass(frozen=True)
 class ModelSpec:
     """A network, its data and its loss; `published_rows` is the training-set size of the write-up's
-    timing (None when it published no absolute time)."""
+    timing (None when it published no absolute time). For the memory estimate: `row_bytes` of one generated
+    row (input and target), `building_copies` input-sized arrays alive at once while generating, and
+    `sample_bytes` per sample of a training batch (saved activations and their gradients: the peak RSS
+    growth of a training step measured on a CPU, per sample between batches 256 and 2048, rounded up)."""
     build: Callable[[], nn.Module]
     data: Callable[[int, int], Data]
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     published_rows: int | None
+    row_bytes: int
+    building_copies: int
+    sample_bytes: int
 
 
 MODELS = {
-    "cnn1d": ModelSpec(BaseModel, random_regression, F.mse_loss, 1_000_000),
-    "mnist": ModelSpec(MnistNet, synthetic_images, F.nll_loss, 60_000),
-    "gru": ModelSpec(GruRegressor, sequences, F.mse_loss, None),
+    # measured 6 kB per sample
+    "cnn1d": ModelSpec(BaseModel, random_regression, F.mse_loss, 1_000_000, (FEATURES + 1) * 4, 1, 8_000),
+    # int64 labels; drawing keeps the gathered templates, the noise and their sum; measured 530 kB per sample
+    "mnist": ModelSpec(MnistNet, synthetic_images, F.nll_loss, 60_000, IMAGE_SIDE**2 * 4 + 8, 3, 640_000),
+    # measured 95 kB (tuned) and 135 kB (as written) per sample
+    "gru": ModelSpec(GruRegressor, sequences, F.mse_loss, None, (SEQUENCE_STEPS * SEQUENCE_FEATURES + 1) * 4, 1,
+                     160_000),
 }
 
 

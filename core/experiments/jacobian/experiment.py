@@ -13,7 +13,7 @@ import torch
 from scipy.optimize import nnls
 
 from core import devices, published, timing, versions
-from core.experiments.base import Experiment, Point, RunState, SkipPoint, Variant
+from core.experiments.base import MEMORY_FRACTION, Experiment, Point, RunState, SkipPoint, Variant, check_memory
 from core.experiments.jacobian import model as net
 from core.params import Param
 
@@ -112,7 +112,7 @@ class Jacobian(Experiment):
               low=1, high=100_000_000, many=True),
         Param("budget_s", float, 15.0, "time budget of one point: a point whose one call is estimated longer is "
               "skipped; otherwise as many timed calls (up to repeats) as fit are made", low=0.1, high=36_000.0),
-        Param("memory_fraction", float, 0.5, "share of the device's free memory a point may use", low=0.05, high=1.0),
+        MEMORY_FRACTION,
         Param("repeats", int, 3, "timed calls per point (fewer when the budget allows fewer)", low=1, high=50),
         Param("block_seconds", float, 0.05, "length of one timed block of short calls", low=0.001, high=5.0),
         Param("cpu_threads", int, 0, "torch intra-op threads on the CPU (0: torch's default)", low=0, high=1024),
@@ -150,15 +150,12 @@ class Jacobian(Experiment):
         """Memory and time of one call, and the device's free memory; raises SkipPoint (with them) when
         the call would not fit `memory_fraction` of the free memory or the time budget."""
         complexity, val, device = COMPLEXITY[point.variant], point.params["val"], point.device
-        needed, free = complexity.bytes(val, heap_keeps_blocks(device)), devices.free_memory(device)
         coefficients, fitted_on = self._fit(point.variant, device, config, run)
-        estimate = {"estimated_bytes": needed, "free_bytes": free,
-                    "estimated_seconds": float(np.dot(coefficients, complexity.terms(val))),
-                    "time_model": complexity.formula, "time_coefficients": [float(c) for c in coefficients],
-                    "time_fitted_on_vals": fitted_on}
-        if needed > config["memory_fraction"] * free:
-            raise SkipPoint(f"needs about {needed / 1e9:.3g} GB; {device} has {free / 1e9:.3g} GB free and a "
-                            f"point may use {config['memory_fraction']:.0%} of it (memory_fraction)", **estimate)
+        timing_estimate = {"estimated_seconds": float(np.dot(coefficients, complexity.terms(val))),
+                           "time_model": complexity.formula, "time_coefficients": [float(c) for c in coefficients],
+                           "time_fitted_on_vals": fitted_on}
+        estimate = check_memory(device, config["memory_fraction"], complexity.bytes(val, heap_keeps_blocks(device)),
+                                recorded=timing_estimate) | timing_estimate
         if estimate["estimated_seconds"] > config["budget_s"]:
             raise SkipPoint(f"one call would take about {duration(estimate['estimated_seconds'])}, over the "
                             f"{duration(config['budget_s'])} budget (budget_s)", **estimate)

@@ -8,12 +8,15 @@ import torch
 from threadpoolctl import threadpool_info
 
 from core import devices, timing
-from core.experiments.base import Experiment, Point, RunState, Variant
+from core.experiments.base import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
+                                   data_resident)
 from core.params import Param
 
 BASELINE = "numpy"
 GPU_PRODUCTS = ("torch resident", "torch copy pageable", "torch copy pinned")
 TRANSFERS = ("h2d pageable", "h2d pinned", "d2h pageable", "d2h pinned")
+NUMPY_UNTRACED = "numpy's product runs outside PyTorch: no ATen operation to count or profile"
+HOST_SLACK_BYTES = 64e6  # BLAS buffers, the timer's objects (9-16 MB beyond the matrices measured at n=4096)
 
 
 class Matmul(Experiment):
@@ -26,6 +29,7 @@ class Matmul(Experiment):
         Param("repeats", int, 5, "timed samples per point", low=1, high=100),
         Param("block_seconds", float, 0.05, "length of one timed block of calls", low=0.001, high=5.0),
         Param("seed", int, 0, "seed of the operands", low=0, high=2**31 - 1),
+        MEMORY_FRACTION,
     )
     presets = {
         "smoke": {"sizes": (16, 64, 200), "repeats": 3, "block_seconds": 0.005},
@@ -53,7 +57,10 @@ class Matmul(Experiment):
 
     def workload(self, point: Point, config: dict, run: RunState) -> timing.Workload:
         n = point.params["size"]
+        memory = check_memory(point.device, config["memory_fraction"],
+                              *memory_need(point.device, n, data_resident(run, (n, config["seed"]))))
         a, b = operands(n, config["seed"])
+        run.memo[LAST_DATA] = (n, config["seed"])
         fn, nbytes = call(point.variant, point.device, a, b)
         transfer = point.variant in TRANSFERS
 
@@ -64,13 +71,27 @@ class Matmul(Experiment):
             return metrics | {"gflop_per_s": 2 * n**3 / m.median / 1e9,
                               "max_rel_diff_vs_numpy": rel_diff(host_result(fn(), point.device), a @ b)}
         return timing.Workload(fn, unit="copy" if transfer else "product", repeats=config["repeats"],
-                               block_seconds=config["block_seconds"], finish=finish)
+                               block_seconds=config["block_seconds"], finish=finish, metrics=memory,
+                               untraced=NUMPY_UNTRACED if point.variant == BASELINE else None)
 
     def estimate_seconds(self, config: dict, device: str) -> float:
         per_point = 3 * config["block_seconds"] * (config["repeats"] + 2)
         cpu_flops = 2 * sum(n**3 for n in config["sizes"]) / 50e9 * (config["repeats"] + 3)
         return sum(per_point * len(config["sizes"]) + (cpu_flops if devices.kind(device) == "cpu" else 0)
                    for _ in self.variants_for(config, device))
+
+
+def memory_need(device: str, n: int, resident: bool) -> tuple[float, float]:
+    """(device bytes, host bytes) of a point at its peak, in n x n float32 matrices: the operands on the host
+    (none when `resident`: the run's last point made them); on the CPU the product and, while it is checked,
+    numpy's reference and two temporaries of their difference (4); on a GPU the resident operands, a copy of
+    each and the product there (5), and on the host pinned copies of the operands, the result buffer and the
+    check's four (7); and HOST_SLACK_BYTES on the host."""
+    matrix = 4.0 * n * n
+    on_host = (0.0 if resident else 2 * matrix) + HOST_SLACK_BYTES
+    if devices.is_accelerator(device):
+        return 5 * matrix, on_host + 7 * matrix
+    return 4 * matrix, on_host
 
 
 @lru_cache(maxsize=4)

@@ -11,8 +11,9 @@ from core.experiments.mlp_surface.model import AS_WRITTEN, TUNED, WITH_LOADER, T
 from core.params import Param
 
 LOSS_POINTS = 100  # the loss curve is kept at about this many epochs
-PROBE_EPOCHS = 1
+PROBE_STEPS = 16       # training steps per probe call: the DataLoader variant's first minibatches, else 1 epoch
 PROBE_REPEATS = 3
+PROBE_BUDGET_S = 2.0   # the probe's timed calls stop after about this long (or max_point_seconds, if shorter)
 
 
 class MlpSurface(Experiment):
@@ -78,7 +79,8 @@ class MlpSurface(Experiment):
             per_epoch = _epoch_seconds_guess(point.variant, devices.kind(device), point.params["samples"],
                                              config["batch_size"])
             timed = per_epoch * point.params["epochs"] * config["repeats"]
-            probe = (1 + PROBE_REPEATS) * PROBE_EPOCHS * per_epoch
+            steps = _steps_per_epoch(point.variant, point.params["samples"], config["batch_size"])
+            probe = (1 + PROBE_REPEATS) * min(PROBE_STEPS, steps) * per_epoch / steps
             total += probe + (timed if timed <= config["max_point_seconds"] else 0.0)
         return total
 
@@ -88,11 +90,15 @@ def _point_params(role: str, side: int, epochs: int) -> dict:
 
 
 def _skip_if_too_long(trainer: Trainer, device: str, epochs: int, config: dict, run: RunState) -> None:
-    """Warm up, time a few short trainings, and skip the point when their median, scaled to the
-    point's timed work, exceeds max_point_seconds."""
-    probe = run.time(timing.Workload(lambda: trainer.train(PROBE_EPOCHS), unit="epoch", per_call=PROBE_EPOCHS,
-                                     repeats=PROBE_REPEATS, warmup=1), device)
-    per_epoch = probe.median / PROBE_EPOCHS
+    """Warm up and time a few short trainings of at most PROBE_STEPS steps each (one full-batch epoch; the
+    DataLoader variant's first minibatches), within PROBE_BUDGET_S (or max_point_seconds), so the probe is
+    bounded whatever the point's size; skip the point when the time per step, scaled to the point's timed
+    work, exceeds max_point_seconds."""
+    steps = min(PROBE_STEPS, trainer.steps_per_epoch)
+    probe = run.time(timing.Workload(lambda: trainer.train_steps(steps), unit="step", per_call=steps,
+                                     repeats=PROBE_REPEATS, warmup=1,
+                                     budget_s=min(PROBE_BUDGET_S, config["max_point_seconds"])), device)
+    per_epoch = probe.median / steps * trainer.steps_per_epoch
     estimate = per_epoch * epochs * config["repeats"]
     if estimate > config["max_point_seconds"]:
         raise SkipPoint(f"estimated {estimate:.0f} s for {config['repeats']} x {epochs} epochs, over "
@@ -100,10 +106,14 @@ def _skip_if_too_long(trainer: Trainer, device: str, epochs: int, config: dict, 
                         estimated_seconds=estimate, estimated_seconds_per_epoch=per_epoch)
 
 
+def _steps_per_epoch(variant: str, samples: int, batch_size: int) -> int:
+    return math.ceil(samples / batch_size) if variant == WITH_LOADER else 1
+
+
 def _epoch_seconds_guess(variant: str, kind: str, samples: int, batch_size: int) -> float:
     """A rough cost model (a 2-core laptop CPU, a recent GPU) for estimates shown before a run."""
     if variant == WITH_LOADER:  # the DataLoader fetches and collates every sample in Python
-        return samples * 1e-5 + math.ceil(samples / batch_size) * (5e-4 if kind == "cpu" else 3e-4)
+        return samples * 1e-5 + _steps_per_epoch(variant, samples, batch_size) * (5e-4 if kind == "cpu" else 3e-4)
     if kind == "cpu":
         return 3e-4 + samples * 3e-7
     return (5e-5 if variant == TUNED else 3e-4) + samples * 2e-9

@@ -2,6 +2,7 @@
 and the three training loops Crossover times: full batch as written, minibatches from a DataLoader, and
 the tuned step (a CUDA graph on CUDA, through core.graphs) that reads the loss back only once, at the end."""
 from functools import lru_cache
+from itertools import islice
 
 import torch
 import torch.nn.functional as F
@@ -84,6 +85,16 @@ class Trainer:
             return self._tuned(epochs)
         # Flux.train! checks at every step that the loss is finite, which reads it back to the host
         return [self._step(self.x, self.y).item() for _ in range(epochs)]
+
+    def train_steps(self, steps: int) -> None:
+        """Train `steps` steps from the seeded state: the first `steps` minibatches of an epoch for the
+        DataLoader variant, `steps` full-batch epochs otherwise (a bounded time probe)."""
+        if self.mode != WITH_LOADER:
+            self.train(steps)
+            return
+        self.start.restore()
+        for xb, yb in islice(self.loader, steps):
+            self._step(xb.to(self.device), yb.to(self.device)).item()
 
     @torch.no_grad()
     def final_mse(self) -> float:

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 from core import datasets, devices, timing
-from core.experiments.base import Experiment, Point, RunState, Variant
+from core.experiments.base import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
+                                   data_resident)
 from core.params import ConfigError, Param
 
 with warnings.catch_warnings():
@@ -27,6 +28,14 @@ WRITEUP_EPOCHS = 10
 LIBRARY_VIRTUAL_BATCH = 128  # fit()'s default virtual_batch_size
 PARTS = ("setup", "loader", "steps", "evaluation", "importance")
 OUTSIDE_EPOCHS = "outside epochs"  # the laps between the hooks that belong to no part (never in fit's parts)
+# The memory estimate, per training row: the generated data (inputs and target, float32); fit's float32 copy of
+# the inputs and its DataLoader's shuffled list of Python ints (measured with the data: 728 bytes); as written,
+# the importance pass's explanation and mask in float64, per batch and stacked (measured 2,000 bytes).
+DATA_ROW_BYTES = (datasets.FEATURES + 1) * 4
+FIT_ROW_BYTES = datasets.FEATURES * 4 + 48
+IMPORTANCE_ROW_BYTES = 4 * datasets.FEATURES * 8
+SAMPLE_BYTES = 16_000   # per sample of a training batch: activations and their gradients (measured 13 kB)
+WORKSPACE_BYTES = 64e6  # the network, Adam's state, the libraries' workspaces (measured 17-26 MB)
 
 
 class Tabnet(Experiment):
@@ -43,6 +52,7 @@ class Tabnet(Experiment):
         Param("cuda_workers", int, 2, "DataLoader workers of the tuned variant on a GPU (0 on the CPU)",
               low=0, high=32),
         Param("seed", int, 0, "seed of the data and of TabNet (the write-up: 0)", low=0, high=2**31 - 1),
+        MEMORY_FRACTION,
     )
     presets = {
         "smoke": {"batch_sizes": (128, 512), "rows": 1024, "epochs": 2, "tuned_virtual_batch_size": 512},
@@ -74,12 +84,17 @@ class Tabnet(Experiment):
 
     def workload(self, point: Point, config: dict, run: RunState) -> timing.Workload:
         """One sample per epoch of one timed fit: the loader wait plus the training steps, closed by our
-        callback at the library's hooks; an untimed one-epoch fit on a slice first (setup)."""
+        callback at the library's hooks; an untimed one-epoch fit on a slice first (setup). A point
+        estimated not to fit `memory_fraction` of the free memory is skipped before its data is generated."""
         options = fit_options(point.variant, point.params["batch_size"], point.device, config)
+        data_key = (config["rows"], config["seed"])
+        memory = check_memory(point.device, config["memory_fraction"],
+                              *memory_need(config["rows"], options, data_resident(run, data_key)))
         fit = TimedFit(point.device, config, options)
+        run.memo[LAST_DATA] = data_key
         return timing.Workload(fit, unit="epoch", per_call=1, hooks=True, setup=fit.warm_up, finish=fit.metrics,
                                metrics={"rows": config["rows"],
-                                        **{k: v for k, v in options.items() if k != "batch_size"}})
+                                        **{k: v for k, v in options.items() if k != "batch_size"}} | memory)
 
     def estimate_seconds(self, config: dict, device: str) -> float:
         """Per batch: a fixed cost, one per ghost batch norm chunk, and the rows (loader and arithmetic);
@@ -93,6 +108,15 @@ class Tabnet(Experiment):
                 importance = config["rows"] * per_row if variant.name == AS_WRITTEN else 0.0
                 seconds += batches * (fixed + per_chunk * chunks + per_row * size) + importance + 1.0
         return seconds
+
+
+def memory_need(rows: int, options: dict, resident: bool) -> tuple[float, float]:
+    """(device bytes, host bytes) of a fit at its peak: a training batch's activations and the network on the
+    device; on the host the data with the evaluation set (none when `resident`: the run's last point
+    generated it), fit's copy of it and, when fit computes feature importance, the importance pass."""
+    data = 0.0 if resident else (rows + datasets.VALIDATION_ROWS) * DATA_ROW_BYTES
+    per_row = FIT_ROW_BYTES + (IMPORTANCE_ROW_BYTES if options["compute_importance"] else 0)
+    return options["batch_size"] * SAMPLE_BYTES + WORKSPACE_BYTES, data + rows * per_row
 
 
 def virtual_batch_size(variant: str, batch_size: int, config: dict) -> int:

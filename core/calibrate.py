@@ -1,0 +1,246 @@
+"""`python -m core calibrate`: this machine's constants, measured through core.timing (never a clock read
+here) into the profile core.profiles stores: the host's per-operation overhead and DataLoader cost, achieved
+compute and memory rates on every device, and for every CUDA GPU its launch, kernel, sync, copy and graph
+costs. Each probe measures one thing on one device and returns {field: value}.
+
+Each figure is the best of its samples (as timeit advises): a constant of the machine is what it does when
+nothing else gets in the way; a busy machine's slower samples say more about the rest of its load."""
+import collections
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+import psutil
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.flop_counter import FlopCounterMode
+from tqdm import tqdm
+
+from core import devices, graphs, profiles, results, timing, versions
+
+FLOAT_BYTES = 4
+SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
+LOADER_BATCH = 64
+LOADER_FEATURES = 16
+
+
+@dataclass(frozen=True)
+class Effort:
+    """How hard to look: each timing's repeats and block length (micro), the sizes of the sized fields,
+    the samples per DataLoader pass (batch 1, batched), the bytes of the large tensors per device kind,
+    the nodes of the replayed graph and the kernels queued back to back."""
+    repeats: int
+    block_seconds: float
+    matmul_sizes: tuple[int, ...]
+    conv1d_lengths: tuple[int, ...]
+    conv2d_sides: tuple[int, ...]
+    loader_samples: tuple[int, int]
+    large_bytes: dict[str, int]
+    graph_nodes: int
+    queued_kernels: int
+
+
+FULL = Effort(repeats=7, block_seconds=0.03, matmul_sizes=(64, 256, 1024), conv1d_lengths=(256, 2048),
+              conv2d_sides=(16, 64), loader_samples=(256, 4096), large_bytes={"cpu": 2**26, "cuda": 2**28},
+              graph_nodes=200, queued_kernels=500)
+QUICK = Effort(repeats=3, block_seconds=0.005, matmul_sizes=(64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
+               loader_samples=(64, 1024), large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
+               queued_kernels=50)
+CALIBRATED_KINDS = ("cpu", "cuda")
+
+
+def _seconds(fn: Callable[[], object], device: str, effort: Effort, sync=None) -> float:
+    """Best seconds per call of a short call, over blocks of calls (torch.utils.benchmark)."""
+    return min(timing.micro(fn, device, repeats=effort.repeats, block_seconds=effort.block_seconds,
+                            sync=sync).samples)
+
+
+def _host_only(device: str) -> None:
+    """The sync of a clock that does not wait for the device: it reads the host's own time."""
+
+
+def _flop_rate(fn: Callable[[], object], device: str, effort: Effort) -> float:
+    """FLOP/s of `fn`, its FLOPs counted by torch.utils.flop_counter."""
+    with torch.no_grad():
+        with FlopCounterMode(display=False) as counter:
+            fn()
+        return counter.get_total_flops() / _seconds(fn, device, effort)
+
+
+# Host probes (the CPU only).
+
+def op_overhead(device: str, effort: Effort) -> dict:
+    a, b = (torch.ones(1, requires_grad=True) for _ in range(2))
+    recording = _seconds(lambda: torch.add(a, b), device, effort)
+    with torch.no_grad():
+        bare = _seconds(lambda: torch.add(a, b), device, effort)
+    return {"op_overhead_autograd": recording, "op_overhead_no_grad": bare}
+
+
+def loader_cost(device: str, effort: Effort) -> dict:
+    per_sample = {}
+    for field, batch_size, samples in (("loader_batch1_per_sample", 1, effort.loader_samples[0]),
+                                       ("loader_batched_per_sample", LOADER_BATCH, effort.loader_samples[1])):
+        data = TensorDataset(torch.randn(samples, LOADER_FEATURES), torch.randn(samples))
+        loader = DataLoader(data, batch_size=batch_size)
+        one_pass = timing.measure(lambda: collections.deque(loader, maxlen=0), device, repeats=effort.repeats)
+        per_sample[field] = min(one_pass.samples) / samples
+    return per_sample
+
+
+# Compute probes (every device).
+
+def matmul_rate(device: str, effort: Effort) -> dict:
+    rates = {}
+    for n in effort.matmul_sizes:
+        a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+        rates[str(n)] = _flop_rate(lambda: torch.mm(a, b), device, effort)
+    return {"matmul_flops": rates}
+
+
+def conv_rate(device: str, effort: Effort) -> dict:
+    conv1d = torch.nn.Conv1d(16, 32, 5, padding=2, device=device)
+    conv2d = torch.nn.Conv2d(16, 32, 3, padding=1, device=device)
+    shapes = {"conv1d_flops": (conv1d, [(8, 16, length) for length in effort.conv1d_lengths]),
+              "conv2d_flops": (conv2d, [(8, 16, side, side) for side in effort.conv2d_sides])}
+    rates = {}
+    for field, (conv, inputs) in shapes.items():
+        rates[field] = {}
+        for shape in inputs:
+            x = torch.randn(shape, device=device)
+            rates[field]["x".join(map(str, shape))] = _flop_rate(lambda: conv(x), device, effort)
+    return rates
+
+
+def elementwise_rate(device: str, effort: Effort) -> dict:
+    elements = effort.large_bytes[devices.kind(device)] // FLOAT_BYTES
+    a, b, out = (torch.rand(elements, device=device) for _ in range(3))
+    per_second = elements / _seconds(lambda: torch.add(a, b, out=out), device, effort)
+    return {"elementwise_rate": per_second, "elementwise_flops": per_second}  # one FLOP per output element
+
+
+def memory_bandwidth(device: str, effort: Effort) -> dict:
+    elements = effort.large_bytes[devices.kind(device)] // FLOAT_BYTES
+    src, dst = torch.rand(elements, device=device), torch.empty(elements, device=device)
+    seconds = _seconds(lambda: dst.copy_(src), device, effort)
+    return {"memory_bandwidth": 2 * elements * FLOAT_BYTES / seconds}  # read once, written once
+
+
+# GPU probes (each cuda:N).
+
+def launch_and_sync(device: str, effort: Effort) -> dict:
+    a, b, out = (torch.ones(1, device=device) for _ in range(3))
+
+    def launch():
+        torch.add(a, b, out=out)
+
+    def launch_and_wait():
+        launch()
+        devices.synchronize(device)
+
+    def queue():
+        for _ in range(effort.queued_kernels):
+            launch()
+
+    kernel = [devices.back_to_back_seconds(device, queue, effort.queued_kernels) for _ in range(effort.repeats)]
+    return {"launch_overhead": _seconds(launch, device, effort, sync=_host_only),
+            "shortest_kernel": min(kernel),
+            "sync_round_trip": _seconds(launch_and_wait, device, effort)}
+
+
+def copies(device: str, effort: Effort) -> dict:
+    measured = {}
+    large_elements = effort.large_bytes["cuda"] // FLOAT_BYTES
+    for direction in ("h2d", "d2h"):
+        for memory in ("pageable", "pinned"):
+            small = _copy_seconds(device, effort, SMALL_COPY_ELEMENTS, direction, memory == "pinned")
+            large = _copy_seconds(device, effort, large_elements, direction, memory == "pinned")
+            measured[f"{direction}_latency_{memory}"] = small
+            measured[f"{direction}_bandwidth_{memory}"] = large_elements * FLOAT_BYTES / large
+    return measured
+
+
+def _copy_seconds(device: str, effort: Effort, elements: int, direction: str, pinned: bool) -> float:
+    """Seconds per copy of `elements` floats between host and device, each copy waited for."""
+    host, gpu = torch.empty(elements), torch.empty(elements, device=device)
+    if pinned:
+        host = host.pin_memory()
+    src, dst = (host, gpu) if direction == "h2d" else (gpu, host)
+
+    def copy():
+        dst.copy_(src, non_blocking=pinned)
+        devices.synchronize(device)
+    return _seconds(copy, device, effort)
+
+
+def graph_replay(device: str, effort: Effort) -> dict:
+    x = torch.zeros(1, device=device)
+
+    def step():
+        for _ in range(effort.graph_nodes):
+            x.add_(1.0)
+    replay = graphs.capture(step, device, [x])
+    return {"graph_replay_per_node": _seconds(replay, device, effort) / effort.graph_nodes}
+
+
+@dataclass(frozen=True)
+class Probe:
+    title: str
+    kinds: tuple[str, ...]
+    measure: Callable[[str, Effort], dict]
+
+
+PROBES = (
+    Probe("op overhead", profiles.HOST, op_overhead),
+    Probe("DataLoader", profiles.HOST, loader_cost),
+    Probe("matmul", profiles.EVERY, matmul_rate),
+    Probe("convolutions", profiles.EVERY, conv_rate),
+    Probe("elementwise", profiles.EVERY, elementwise_rate),
+    Probe("memory bandwidth", profiles.EVERY, memory_bandwidth),
+    Probe("launch and sync", profiles.GPU, launch_and_sync),
+    Probe("copies", profiles.GPU, copies),
+    Probe("CUDA graph", profiles.GPU, graph_replay),
+)
+
+
+def devices_to_calibrate(names: list[str] = None) -> list[str]:
+    """The CPU (always: its host constants are paid by every run) and the named CUDA GPUs, or every one here."""
+    if not names:
+        return [d for d in devices.available() if devices.kind(d) in CALIBRATED_KINDS]
+    for name in names:
+        devices.check(name)
+        if devices.kind(name) not in CALIBRATED_KINDS:
+            raise devices.DeviceError(f"device: '{name}' cannot be calibrated; calibration measures cpu and cuda:N")
+    return list(dict.fromkeys(["cpu", *names]))
+
+
+def take(names: list[str] = None, quick: bool = False, progress: bool = True) -> dict:
+    """Measure the devices (devices_to_calibrate's choice) into a profile, with a tqdm bar when `progress`."""
+    names = devices_to_calibrate(names)
+    effort = QUICK if quick else FULL
+    load_per_core = psutil.getloadavg()[0] / psutil.cpu_count()
+    taken = results.now()
+    steps = [(device, probe) for device in names for probe in PROBES if devices.kind(device) in probe.kinds]
+    measured = {device: {} for device in names}
+    watch = timing.Stopwatch("cpu")
+    watch.start()
+    with tqdm(steps, desc="calibrating", unit="probe", disable=not progress, file=sys.stderr) as bar:
+        for device, probe in bar:
+            bar.set_postfix_str(f"{device} {probe.title}")
+            measured[device] |= probe.measure(device, effort)
+    seconds = watch.lap("calibration")
+    fp = devices.fingerprint()
+    return {"schema": profiles.SCHEMA_VERSION, "machine_id": fp["machine_id"], "fingerprint": fp,
+            "code_version": versions.code_version(), "taken": taken, "seconds": seconds, "quick": quick,
+            "load_per_core": load_per_core, "cpu": measured.pop("cpu"), "gpus": measured}
+
+
+def report(profile: dict) -> str:
+    """The profile as an aligned text table in display units."""
+    table = [(r["device"], r["field"] + (f" @ {r['size']}" if r["size"] else ""), r["value"], r["unit"],
+              r["what it is"]) for r in profiles.rows(profile)]
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    lines = [f"{device:<{widths[0]}}  {field:<{widths[1]}}  {value:>{widths[2]}} {unit:<{widths[3]}}  {what}"
+             for device, field, value, unit, what in table]
+    busy = profiles.busy_note(profile)
+    return "\n".join(lines + ([f"note: {busy}"] if busy else []))

@@ -1,0 +1,401 @@
+"""The census of one unit: every ATen operation a unit performs, counted under a `TorchDispatchMode`,
+with the FLOP formulas of `torch.utils.flop_counter` where it has one. The counts are what the unit
+would do on an accelerator: on the CPU every operation that does work counts as the kernel it would
+launch and every data-dependent read as the synchronisation it would force.
+
+The rules, per operation (an `OpKind` holds what its schema and tags say):
+- kernel: an operation launches one unless it only makes a view or an alias (`is_view`, the
+  `inplace_view` tag), allocates without writing (`empty*`), reads a scalar to the host
+  (`_local_scalar_dense`, a copy rather than a kernel), returns no tensor (metadata), or copies between
+  devices (a copy, counted apart). A `_foreach_` operation counts as one kernel.
+- where: an operation counts as a kernel or a sync only when its tensors live on the unit's device. A GPU
+  unit's operations on CPU tensors are host work; meta tensors inside a CPU or GPU unit are shape
+  inference (forward-mode AD's reference decompositions run on them); both still count as operations.
+- synchronisation: reading a value to the host (`.item()`, `bool()`, `equal`: the `data_dependent_output`
+  tag), an output whose size depends on the data (the `dynamic_output_shape` tag: `nonzero`,
+  `masked_select`, `unique`; indexing only with a boolean mask), and a copy that waits for the device
+  (PyTorch's blocking copies synchronise the stream both ways; a non-blocking copy to pageable host
+  memory still waits). Printing a tensor disables dispatch modes, so it is not seen.
+- FLOPs: the library's formula (matrix products, convolutions, attention; multiplications and additions,
+  bias terms not counted) where it has one, else one per element written; none for operations that
+  launch no kernel.
+- bytes: read, the tensor inputs (a broadcast dimension once; not the arguments an operation only
+  overwrites, nor the inputs of `*_like`/`new_*` factories, which give only a shape); written, the
+  mutated arguments of an in-place or `out=` operation, else the outputs. Only kernels move bytes;
+  copies between devices are counted as copies.
+
+The meta device stands in for an accelerator: with a unit's tensors on `meta` nothing is computed, and
+the operations that need data are answered as if every meta tensor held zeros (`.item()` is 0, a copy
+to the CPU is zeros, `nonzero` finds nothing), so the unit runs on and its syncs and copies are counted.
+
+Counts are aggregated as they come, per (operation, where, input shapes, dtypes, event); `Census` is
+also the `timing.Listener` that decides which operations belong to a sample."""
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
+
+from core import timing
+
+aten = torch.ops.aten
+
+FLOP_RULE = ("FLOPs from torch.utils.flop_counter's formulas for matrix products, convolutions and attention "
+             "(formula_flops), one per element written for every other operation that launches a kernel, "
+             "none for views, metadata and copies.")
+TOP = 5  # operations listed in top_by_count and top_by_flops
+
+IGNORED_NAMESPACES = ("profiler",)  # record_function markers, not operations
+# Operations that return tensors yet launch no kernel: allocations, a reshape that is a view in all but its
+# schema, pinning host memory, and the scalar read to the host (a copy and a sync, not a kernel).
+NO_KERNEL = {aten.empty, aten.empty_like, aten.empty_strided, aten.empty_permuted, aten.new_empty,
+                 aten.new_empty_strided, aten._efficientzerotensor, aten.resize_, aten.resize_as_, aten.set_,
+                 aten._pin_memory, aten._unsafe_view, aten._local_scalar_dense}
+OVERWRITES = {aten.copy_, aten.fill_, aten.zero_}  # in-place operations that do not read what they write
+COPIES = {aten._to_copy, aten.copy_, aten._copy_from, aten._copy_from_and_resize, aten.lift_fresh}
+H2D, D2H, D2D = "h2d", "d2h", "d2d"
+SYNC = "sync"
+
+
+def _any_bool_index(args, kwargs) -> bool:
+    indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+    return any(i is not None and i.dtype in (torch.bool, torch.uint8) for i in indices)
+
+
+def _no_output_size(args, kwargs) -> bool:
+    return kwargs.get("output_size") is None
+
+
+def _no_class_count(args, kwargs) -> bool:
+    return (args[1] if len(args) > 1 else kwargs.get("num_classes", -1)) == -1
+
+
+def _always(args, kwargs) -> bool:
+    return True
+
+
+# Operations tagged dynamic_output_shape that synchronise only in some calls, and untagged ones that may.
+SYNCS_WHEN = {aten.index: _any_bool_index, aten.index_put: _any_bool_index, aten.index_put_: _any_bool_index,
+              aten._index_put_impl_: _any_bool_index, aten.repeat_interleave: _no_output_size,
+              aten.one_hot: _no_class_count}
+
+
+@dataclass(frozen=True, eq=False)
+class OpKind:
+    """What an ATen overload's schema and tags say about it, worked out once per overload."""
+    name: str                    # the overload packet: "aten.mm"
+    launches: bool               # does device work when it is not a copy between devices
+    formula: Callable | None     # torch.utils.flop_counter's formula
+    written: tuple[tuple[int, str], ...]  # (position, name) of the arguments it mutates
+    outs: tuple[str, ...]        # out= arguments: written, never read
+    reads_written: bool          # an in-place operation reads what it mutates (add_ does, fill_ does not)
+    reads_inputs: bool           # False for factories whose tensor argument gives only a shape
+    syncs: Callable | None       # (args, kwargs) -> whether this call reads data to the host
+    copies: bool                 # may copy between devices
+
+
+def op_kind(func) -> OpKind | None:
+    """The kind of an OpOverload; None for what is not an operation (profiler markers)."""
+    if func.namespace in IGNORED_NAMESPACES:
+        return None
+    packet = func._overloadpacket
+    schema = func._schema
+    returns_tensor = any("Tensor" in str(r.type) for r in schema.returns)
+    data_read = torch.Tag.data_dependent_output in func.tags
+    launches = not (func.is_view or torch.Tag.inplace_view in func.tags or packet in NO_KERNEL
+                    or (not returns_tensor and not data_read))
+    written = tuple((i, a.name) for i, a in enumerate(schema.arguments) if a.alias_info and a.alias_info.is_write)
+    syncs = SYNCS_WHEN.get(packet)
+    if syncs is None and (data_read or torch.Tag.dynamic_output_shape in func.tags):
+        syncs = _always
+    short = packet.__name__
+    return OpKind(name=str(packet), launches=launches, formula=flop_registry.get(packet), written=written,
+                  outs=tuple(a.name for a in schema.arguments if a.is_out),
+                  reads_written=packet not in OVERWRITES and torch.Tag.nondeterministic_seeded not in func.tags,
+                  reads_inputs=not (short.endswith("_like") or short.startswith("new_")),
+                  syncs=syncs, copies=packet in COPIES)
+
+
+def _tensors(values) -> list[torch.Tensor]:
+    """The tensors among values, lists of tensors flattened one level."""
+    found = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            found.extend(t for t in v if isinstance(t, torch.Tensor))
+    return found
+
+
+def _argument(args, kwargs, position: int, name: str):
+    return args[position] if position < len(args) else kwargs.get(name)
+
+
+def read_bytes(t: torch.Tensor) -> int:
+    """The bytes a kernel reads of a tensor: each element of its storage it spans once, so a broadcast
+    (stride 0) dimension counts once."""
+    elements = 1
+    for size, stride in zip(t.shape, t.stride()):
+        if stride or size == 0:
+            elements *= size
+    return elements * t.element_size()
+
+
+def _written_bytes(tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+# -- the meta device as a stand-in accelerator: its tensors read as zeros --------------------------------
+NOT_ANSWERED = object()
+
+
+def _zero_scalar(dtype: torch.dtype):
+    if dtype == torch.bool:
+        return False
+    if dtype.is_complex:
+        return 0j
+    return 0.0 if dtype.is_floating_point else 0
+
+
+def _answer_meta(func, args, kwargs):
+    """What an operation that needs a meta tensor's data returns, or NOT_ANSWERED to run it as it is."""
+    packet = func._overloadpacket
+    if packet is aten._local_scalar_dense and args[0].is_meta:
+        return _zero_scalar(args[0].dtype)
+    if packet is aten._to_copy and args[0].is_meta and torch.device(kwargs.get("device") or "meta").type != "meta":
+        return torch.zeros(args[0].shape, dtype=kwargs.get("dtype") or args[0].dtype, device=kwargs["device"])
+    if packet is aten.copy_ and args[1].is_meta and not args[0].is_meta:
+        return args[0].zero_()
+    if packet is aten.nonzero and args[0].is_meta:
+        return torch.empty((0, args[0].dim()), dtype=torch.long, device="meta")
+    return NOT_ANSWERED
+
+
+def _copy(kind: OpKind, args, kwargs, out) -> tuple[tuple, int] | None:
+    """((direction, host memory pinned, synchronises), bytes) of a copy between devices; None for any
+    other call."""
+    if kind.name == "aten.lift_fresh":  # torch.tensor(data, device=d): filled from pageable host memory
+        return ((H2D, False, True), _written_bytes((out,))) if out.device.type != "cpu" else None
+    if kind.name == "aten._to_copy":
+        source, destination, non_blocking = args[0], out, kwargs.get("non_blocking", False)
+    elif kind.name == "aten.copy_":
+        source, destination, non_blocking = args[1], args[0], _argument(args, kwargs, 2, "non_blocking")
+    else:  # _copy_from(self, dst, non_blocking), _copy_from_and_resize(self, dst)
+        source, destination, non_blocking = args[0], args[1], _argument(args, kwargs, 2, "non_blocking")
+    if source.device == destination.device:
+        return None
+    nbytes = _written_bytes((source,))
+    if source.device.type == "cpu":
+        return (H2D, source.is_pinned(), not non_blocking), nbytes
+    if destination.device.type == "cpu":
+        pinned = destination.is_pinned()
+        return (D2H, pinned, not (non_blocking and pinned)), nbytes
+    return (D2D, False, False), nbytes
+
+
+class Census(TorchDispatchMode):
+    """Counts the operations run while it is active, and is the `timing.Listener` of the calls it watches:
+    the operations of a lap (from `start` or the previous lap to `lap(name)`) count when the next sample
+    names that lap; the rest (before the first `start`, laps no sample names) do not. `device` is the
+    device the unit runs on ('cpu', 'cuda:0', 'meta'): only operations there count as kernels and syncs."""
+
+    def __init__(self, device: str = "cpu"):
+        super().__init__()
+        try:
+            self._device_type = torch.device(device).type
+        except (RuntimeError, TypeError):
+            raise ValueError(f"device: {device!r} is not a torch device name (such as 'cpu', 'cuda:0', "
+                             f"'meta')") from None
+        self.device = device
+        self.samples = 0
+        self.total: dict[tuple, list[int]] = {}
+        self._pending: dict[str, dict[tuple, list[int]]] = {}
+        self._lap: dict[tuple, list[int]] | None = None
+        self._kinds: dict = {}
+
+    # -- the listener ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self._lap = {}
+
+    def lap(self, name: str) -> None:
+        if self._lap is not None:
+            _merge(self._pending.setdefault(name, {}), self._lap)
+        self._lap = {}
+
+    def sample(self, names: tuple[str, ...]) -> None:
+        for name in names:
+            _merge(self.total, self._pending.get(name, {}))
+        self._pending.clear()
+        self.samples += 1
+
+    # -- the dispatch mode -----------------------------------------------------------------------
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = _answer_meta(func, args, kwargs)
+        if out is NOT_ANSWERED:
+            out = func(*args, **kwargs)
+        if self._lap is not None:
+            self._record(func, args, kwargs, out)
+        return out
+
+    def _kind(self, func) -> OpKind | None:
+        if func not in self._kinds:
+            self._kinds[func] = op_kind(func)
+        return self._kinds[func]
+
+    def _record(self, func, args, kwargs, out) -> None:
+        kind = self._kind(func)
+        if kind is None:
+            return
+        inputs = _tensors(args) + _tensors(kwargs.values())
+        outputs = _tensors((out,))
+        copy = _copy(kind, args, kwargs, out) if kind.copies else None
+        event = copy[0] if copy else SYNC if kind.syncs and kind.syncs(args, kwargs) else None
+        anchor = outputs or inputs
+        where = anchor[0].device.type if anchor else "cpu"
+        key = (kind, where, tuple(t.shape for t in inputs), tuple(t.dtype for t in inputs), event)
+        stats = self._lap.get(key)
+        if stats is None:
+            stats = self._lap[key] = [0, 0, 0, 0, 0]  # calls, flops, bytes read, bytes written, bytes copied
+        stats[0] += 1
+        if copy:
+            stats[4] += copy[1]
+        elif kind.launches:
+            written = (_tensors(_argument(args, kwargs, i, n) for i, n in kind.written) if kind.written
+                       else outputs)
+            skip = {id(t) for t in _tensors(kwargs.get(n) for n in kind.outs)}
+            if not kind.reads_written:
+                skip.update(id(t) for t in written)
+            read = [t for t in inputs if id(t) not in skip] if kind.reads_inputs else []
+            stats[1] += (kind.formula(*args, **kwargs, out_val=out) if kind.formula
+                         else sum(t.numel() for t in written))
+            stats[2] += sum(read_bytes(t) for t in read)
+            stats[3] += _written_bytes(written)
+
+    # -- what it found ---------------------------------------------------------------------------
+    def _on_device(self, where: str) -> bool:
+        return where == self._device_type
+
+    def operations(self) -> list[dict]:
+        """One entry per (operation, where, input shapes, dtypes, event), totals over every counted sample."""
+        rows = []
+        for (kind, where, shapes, dtypes, event), (calls, flops, read, written, copied) in self.total.items():
+            copy = event not in (None, SYNC)
+            kernel = kind.launches and not copy and self._on_device(where)
+            rows.append({
+                "op": kind.name, "where": where, "shapes": [list(s) for s in shapes],
+                "dtypes": [str(d).removeprefix("torch.") for d in dtypes], "count": calls,
+                "kernels": calls if kernel else 0, "flops": flops if kernel else 0,
+                "flop_rule": ("formula" if kind.formula else "per element") if kernel else "none",
+                "bytes_read": read if kernel else 0, "bytes_written": written if kernel else 0,
+                "syncs": calls if (event == SYNC and self._on_device(where)) or (copy and event[2]) else 0,
+                "copy": {"direction": event[0], "pinned": event[1], "bytes": copied} if copy else None,
+            })
+        return rows
+
+    def by_op(self) -> dict[str, dict]:
+        """Totals per operation name: count, kernels, flops, syncs, copies."""
+        found: dict[str, dict] = {}
+        for row in self.operations():
+            entry = found.setdefault(row["op"], dict.fromkeys(("count", "kernels", "flops", "syncs", "copies"), 0))
+            for field in ("count", "kernels", "flops", "syncs"):
+                entry[field] += row[field]
+            entry["copies"] += row["count"] if row["copy"] else 0
+        return found
+
+    def summary(self, samples: int | None = None) -> dict:
+        """The row's census: totals per sample (`samples` defaults to the samples counted)."""
+        if samples is not None and (not isinstance(samples, int) or samples < 1):
+            raise ValueError(f"samples: {samples!r} is not a whole number >= 1")
+        samples = samples or self.samples
+        if not samples:
+            raise ValueError("samples: the census counted no sample (the call closed none); give samples >= 1")
+        rows = self.operations()
+        h2d = [r for r in rows if r["copy"] and r["copy"]["direction"] == H2D]
+        d2h = [r for r in rows if r["copy"] and r["copy"]["direction"] == D2H]
+        totals = {
+            "operations": _sum(rows, "count"), "kernels": _sum(rows, "kernels"),
+            "copies": _sum((r for r in rows if r["copy"]), "count"),
+            "h2d_copies": _sum(h2d, "count"), "d2h_copies": _sum(d2h, "count"),
+            "h2d_bytes": _copied(h2d), "d2h_bytes": _copied(d2h),
+            "pinned_h2d_bytes": _copied(r for r in h2d if r["copy"]["pinned"]), "syncs": _sum(rows, "syncs"),
+            "flops": _sum(rows, "flops"),
+            "formula_flops": _sum((r for r in rows if r["flop_rule"] == "formula"), "flops"),
+            "bytes_moved": _sum(rows, "bytes_read") + _sum(rows, "bytes_written"),
+        }
+        ops = self.by_op()
+        by_count = sorted(ops.items(), key=lambda item: (-item[1]["count"], item[0]))[:TOP]
+        by_flops = sorted(((n, e) for n, e in ops.items() if e["flops"]), key=lambda item: (-item[1]["flops"], item[0]))
+        return {name: per_sample(value, samples) for name, value in totals.items()} | {
+            "top_by_count": [{"op": n, "count": per_sample(e["count"], samples)} for n, e in by_count],
+            "top_by_flops": [{"op": n, "flops": per_sample(e["flops"], samples)} for n, e in by_flops[:TOP]],
+            "samples": samples, "device": self.device, "flop_rule": FLOP_RULE,
+        }
+
+
+def _sum(rows, field: str) -> int:
+    return sum(r[field] for r in rows)
+
+
+def _copied(rows) -> int:
+    return sum(r["copy"]["bytes"] for r in rows)
+
+
+def _merge(into: dict, counts: dict) -> None:
+    for key, stats in counts.items():
+        mine = into.get(key)
+        if mine is None:
+            into[key] = list(stats)
+        else:
+            for i, value in enumerate(stats):
+                mine[i] += value
+
+
+def per_sample(total: int, samples: int) -> int | float:
+    """A total per sample: an int when it divides exactly, else rounded to 3 decimals."""
+    whole, rest = divmod(total, samples)
+    return whole if rest == 0 else round(total / samples, 3)
+
+
+def of(fn: Callable[[], object], device: str = "cpu") -> Census:
+    """The census of one call of `fn` (one sample), on `device` (the device its tensors live on)."""
+    census = Census(device)
+    with census:
+        census.start()
+        fn()
+        census.lap(timing.CALL)
+        census.sample((timing.CALL,))
+    return census
+
+
+def take(workload: timing.Workload, device: str) -> dict:
+    """The census of a workload that `timing.run` has set up and timed: one more call (a hooked call's
+    samples), what its samples time and nothing else, per sample."""
+    census = Census(device)
+    with census:
+        timing.observe(workload, device, census, calls=1)
+    return census.summary()
+
+
+def _count_text(value: int | float, noun: str) -> str:
+    number = f"{value:,}" if isinstance(value, int) else f"{value:,.2f}".rstrip("0").rstrip(".")
+    return f"{number} {noun}" + ("" if value == 1 else "s")
+
+
+def _bytes_text(n: int | float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return _count_text(n, "byte")
+
+
+def describe(census: dict, unit: str, per_call: int = 1) -> str:
+    """One line for a page, per unit ('16 operations, 8 kernels, 1 sync, 0 bytes copied per step'): a row's
+    census is per sample, one call of `per_call` units."""
+    def per_unit(value):
+        return value if per_call == 1 else value / per_call
+    copied = per_unit(census["h2d_bytes"] + census["d2h_bytes"])
+    return (f"{_count_text(per_unit(census['operations']), 'operation')}, "
+            f"{_count_text(per_unit(census['kernels']), 'kernel')}, {_count_text(per_unit(census['syncs']), 'sync')}, "
+            f"{_bytes_text(copied)} copied per {unit}")

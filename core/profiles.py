@@ -1,0 +1,229 @@
+"""A machine's calibrated profile: the constants `python -m core calibrate` measured (core.calibrate), the
+table of its fields with their units and sane ranges, and where it lives: results/<machine-id>/calibration/
+profile.json, a subfolder on purpose (the record loader globs */*.json). Checked against a JSON schema
+built from FIELDS on the way in and out.
+
+{"schema": 1, "machine_id", "fingerprint", "code_version", "taken" (UTC ISO), "seconds", "quick",
+ "load_per_core" (the 1-minute load average per logical core as it began), "cpu": {field: value},
+ "gpus": {"cuda:N": {field: value}}}; a sized field's value is {size: value}."""
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+
+from core import devices, results, settings
+
+SCHEMA_VERSION = 1
+SUBFOLDER = "calibration"
+FILE_NAME = "profile.json"
+GPU_PATTERN = r"^cuda:[0-9]+$"
+MACHINE_ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"  # devices.machine_id's slug and hash: a folder name, never a path
+BUSY_LOAD_PER_CORE = 0.5  # the 1-minute load average per logical core above which other work skews figures
+
+
+@dataclass(frozen=True)
+class Field:
+    """One measured constant. `kinds`: the device kinds that measure it ('cpu', 'cuda'); `sized`: its value is
+    {size: value}, one per size measured; `low`/`high`: the range outside which a value must be a broken
+    measurement, not a slow or fast machine."""
+    name: str
+    unit: str
+    description: str
+    low: float
+    high: float
+    kinds: tuple[str, ...]
+    sized: bool = False
+
+
+HOST, EVERY, GPU = ("cpu",), ("cpu", "cuda"), ("cuda",)
+FIELDS = (
+    Field("op_overhead_autograd", "s/op", "host time of a tiny eager op (add of two 1-element tensors), "
+          "recording autograd", 1e-8, 1e-2, HOST),
+    Field("op_overhead_no_grad", "s/op", "the same tiny op under no_grad", 1e-8, 1e-2, HOST),
+    Field("loader_batch1_per_sample", "s/sample", "DataLoader over a TensorDataset, batch_size 1, per sample",
+          1e-8, 1e-1, HOST),
+    Field("loader_batched_per_sample", "s/sample", "the same DataLoader, batch_size 64, per sample",
+          1e-9, 1e-1, HOST),
+    Field("matmul_flops", "FLOP/s", "torch.mm of two float32 n x n matrices (size: n)", 1e6, 1e17, EVERY,
+          sized=True),
+    Field("conv1d_flops", "FLOP/s", "Conv1d 16->32 channels, kernel 5, no_grad (size: input N x C x L)",
+          1e6, 1e17, EVERY, sized=True),
+    Field("conv2d_flops", "FLOP/s", "Conv2d 16->32 channels, kernel 3x3, no_grad (size: input N x C x H x W)",
+          1e6, 1e17, EVERY, sized=True),
+    Field("elementwise_rate", "elem/s", "output elements per second of a large float32 add", 1e6, 1e14, EVERY),
+    Field("elementwise_flops", "FLOP/s", "that add at one FLOP per output element (the census's count)",
+          1e6, 1e14, EVERY),
+    Field("memory_bandwidth", "B/s", "bytes read + written per second by a large float32 copy_", 1e6, 1e14,
+          EVERY),
+    Field("launch_overhead", "s/op", "host time to launch a tiny kernel (1-element add, not waited for)",
+          1e-8, 1e-2, GPU),
+    Field("shortest_kernel", "s", "device time of that kernel, run back to back with many", 1e-9, 1e-3, GPU),
+    Field("sync_round_trip", "s", "a tiny kernel launched and waited for (synchronize)", 1e-7, 1e-1, GPU),
+    Field("h2d_latency_pageable", "s", "one 4-byte copy to the device from pageable memory, waited for",
+          1e-7, 1e-1, GPU),
+    Field("h2d_latency_pinned", "s", "one 4-byte copy to the device from pinned memory, waited for",
+          1e-7, 1e-1, GPU),
+    Field("d2h_latency_pageable", "s", "one 4-byte copy to the host into pageable memory, waited for",
+          1e-7, 1e-1, GPU),
+    Field("d2h_latency_pinned", "s", "one 4-byte copy to the host into pinned memory, waited for",
+          1e-7, 1e-1, GPU),
+    Field("h2d_bandwidth_pageable", "B/s", "a large copy to the device from pageable memory", 1e6, 1e13, GPU),
+    Field("h2d_bandwidth_pinned", "B/s", "a large copy to the device from pinned memory", 1e6, 1e13, GPU),
+    Field("d2h_bandwidth_pageable", "B/s", "a large copy to the host into pageable memory", 1e6, 1e13, GPU),
+    Field("d2h_bandwidth_pinned", "B/s", "a large copy to the host into pinned memory", 1e6, 1e13, GPU),
+    Field("graph_replay_per_node", "s/node", "CUDA-graph replay of captured tiny kernels, per kernel",
+          1e-9, 1e-3, GPU),
+)
+
+# Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
+HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/sample": (1e-6, "µs/sample"),
+               "s/node": (1e-6, "µs/node"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"),
+               "B/s": (1e9, "GB/s")}
+
+
+class ProfileError(ValueError):
+    pass
+
+
+def fields_for(kind: str) -> list[Field]:
+    """The fields a device of this kind ('cpu' or 'cuda') measures."""
+    return [f for f in FIELDS if kind in f.kinds]
+
+
+def _value_schema(field: Field) -> dict:
+    number = {"type": "number", "minimum": field.low, "maximum": field.high}
+    return {"type": "object", "minProperties": 1, "additionalProperties": number} if field.sized else number
+
+
+def _section_schema(kind: str) -> dict:
+    properties = {f.name: _value_schema(f) for f in fields_for(kind)}
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+SCHEMA = {
+    "type": "object",
+    "required": ["schema", "machine_id", "fingerprint", "code_version", "taken", "seconds", "quick",
+                 "load_per_core", "cpu", "gpus"],
+    "properties": {
+        "schema": {"const": SCHEMA_VERSION},
+        "machine_id": {"type": "string", "pattern": MACHINE_ID_PATTERN},
+        "fingerprint": {"type": "object", "required": ["machine_id", "cpu_model", "gpus"]},
+        "code_version": {"type": "object"},
+        "taken": {"type": "string", "minLength": 1},
+        "seconds": {"type": "number", "minimum": 0},
+        "quick": {"type": "boolean"},
+        "load_per_core": {"type": "number", "minimum": 0},
+        "cpu": _section_schema("cpu"),
+        "gpus": {"type": "object", "propertyNames": {"pattern": GPU_PATTERN},
+                 "additionalProperties": _section_schema("cuda")},
+    },
+}
+_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def validate(profile: dict) -> None:
+    """Raise ProfileError naming the first field that is missing, misplaced or out of its sane range."""
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(profile))
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "profile"
+        raise ProfileError(f"{where}: {error.message}")
+
+
+def path(machine_id: str = None) -> Path:
+    """Where a machine's profile lives (this machine's by default)."""
+    return settings.results_dir() / (machine_id or devices.fingerprint()["machine_id"]) / SUBFOLDER / FILE_NAME
+
+
+def save(profile: dict) -> Path:
+    """Check and write a profile atomically over the machine's previous one; refused when read-only."""
+    settings.require_writable("calibration")
+    validate(profile)
+    target = path(profile["machine_id"])
+    results.write_atomic(target, profile)
+    return target
+
+
+def load(machine_id: str = None) -> dict | None:
+    """A machine's profile (this machine's by default); None when it has none, or (with a warning naming the
+    file) when its file is malformed."""
+    target = path(machine_id)
+    return _read(target) if target.exists() else None
+
+
+def all() -> dict[str, dict]:  # shadows the builtin inside this module, which does not use it
+    """Every readable profile under the results folder, by machine id; malformed files are skipped with a
+    warning naming them."""
+    found = {}
+    for target in sorted(settings.results_dir().glob(f"*/{SUBFOLDER}/{FILE_NAME}")):
+        profile = _read(target)
+        if profile is not None:
+            found[profile["machine_id"]] = profile
+    return found
+
+
+def _read(target: Path) -> dict | None:
+    try:
+        profile = json.loads(target.read_text(), parse_constant=_refuse_constant)
+        validate(profile)
+        folder = target.parent.parent.name
+        if profile["machine_id"] != folder:
+            raise ProfileError(f"machine_id: '{profile['machine_id']}' is not its folder's '{folder}'")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ProfileError) as e:
+        warnings.warn(f"skipping calibration profile {target}: {e}", stacklevel=3)
+        return None
+    return profile
+
+
+def _refuse_constant(name: str):
+    raise ProfileError(f"{name} is not a measured value")
+
+
+def missing_message(machine_id: str = None) -> str:
+    """What to tell someone who needs a profile that a machine lacks."""
+    if machine_id in (None, devices.fingerprint()["machine_id"]):
+        return "no calibrated profile for this machine: run `python -m core calibrate` (under a minute)"
+    return f"no calibrated profile for machine {machine_id}: run `python -m core calibrate` on it (under a minute)"
+
+
+def human(value: float, unit: str) -> tuple[str, str]:
+    """A value in its field's display unit: (number text, unit label), e.g. (3.2e-6, 's/op') -> ('3.20', 'µs/op')."""
+    scale, label = HUMAN_UNITS[unit]
+    return _digits(value / scale), label
+
+
+def _digits(number: float) -> str:
+    return f"{number:,.0f}" if number >= 100 else f"{number:#.3g}"
+
+
+def rows(profile: dict) -> list[dict]:
+    """The profile as table rows in display units, one per device, field and size, in FIELDS order."""
+    sections = {"cpu": profile["cpu"], **profile["gpus"]}
+    table = []
+    for device, values in sections.items():
+        for field in fields_for(devices.kind(device)):
+            value = values[field.name]
+            for size, number in (value.items() if field.sized else [("", value)]):
+                shown, unit = human(number, field.unit)
+                table.append({"device": device, "field": field.name, "size": size, "value": shown, "unit": unit,
+                              "what it is": field.description})
+    return table
+
+
+def busy_note(profile: dict) -> str | None:
+    """A warning when the machine was busy as its calibration began, else None."""
+    load = profile["load_per_core"]
+    if load < BUSY_LOAD_PER_CORE:
+        return None
+    return (f"the machine was busy when calibrated (load {load:.1f} per core): other work slows and scatters "
+            f"these figures; calibrate again when it is idle")
+
+
+def code_text(profile: dict) -> str:
+    """The code version that took a profile, in a few characters: a commit (and whether it was dirty)."""
+    code = profile["code_version"]
+    if code.get("commit"):
+        return code["commit"][:10] + (" (uncommitted changes)" if code.get("dirty") else "")
+    return code.get("package", "unknown")

@@ -1,0 +1,68 @@
+import json
+
+from core import devices, profiles, settings
+from tests.helpers import page_text, render
+
+NOT_CALIBRATED = "not calibrated: run `python -m core calibrate`"
+
+
+def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
+    """A valid profile made by hand: every field at the middle of its sane range (no measuring)."""
+    def section(kind: str) -> dict:
+        values = {}
+        for field in profiles.fields_for(kind):
+            middle = (field.low * field.high) ** 0.5
+            values[field.name] = {"64": middle, "256": middle * 2} if field.sized else middle
+        return values
+    fp = dict(devices.fingerprint(), machine_id=machine_id)
+    return {"schema": 1, "machine_id": machine_id, "fingerprint": fp, "code_version": {"commit": "0123456789abcdef",
+            "dirty": False}, "taken": "2026-01-02T03:04:05+00:00", "seconds": 42.0, "quick": False,
+            "load_per_core": 0.1,
+            "cpu": section("cpu"), "gpus": {gpu: section("cuda") for gpu in gpus}}
+
+
+def profile_tables(at) -> list:
+    return [d.value for d in at.dataframe if "what it is" in d.value.columns]
+
+
+def test_a_machine_without_a_profile_is_invited_to_calibrate(results_dir):
+    at = render("pages/machines.py")
+    assert not at.exception
+    assert NOT_CALIBRATED in page_text(at) and not profile_tables(at)
+
+
+def test_a_calibrated_machine_shows_its_profile_table(results_dir):
+    here = devices.fingerprint()["machine_id"]
+    profiles.save(made_profile(here, gpus=("cuda:0", "cuda:1")))
+    at = render("pages/machines.py")
+    assert not at.exception
+    [table] = profile_tables(at)
+    assert list(table.columns) == ["device", "field", "size", "value", "what it is"]
+    assert set(table["device"]) == {"cpu", "cuda:0", "cuda:1"}
+    matmul = table[(table["device"] == "cpu") & (table["field"] == "matmul_flops")]
+    assert list(matmul["size"]) == ["64", "256"] and list(matmul["value"]) == ["316 GFLOP/s", "632 GFLOP/s"]
+    assert list(table[table["field"] == "sync_round_trip"]["value"]) == ["100 µs", "100 µs"]
+    caption = " ".join(c.value for c in at.caption)
+    assert "taken 2026-01-02 03:04 UTC in 42 s by code 0123456789" in caption
+    assert NOT_CALIBRATED not in page_text(at)
+
+
+def test_other_machines_show_theirs_a_busy_one_is_flagged_and_a_malformed_one_named(results_dir):
+    profiles.save(made_profile("elsewhere-1") | {"load_per_core": 2.0})
+    broken = results_dir / "broken-1" / "calibration" / "profile.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(json.dumps({"schema": 1}))
+    at = render("pages/machines.py")
+    assert not at.exception
+    assert len(profile_tables(at)) == 1 and NOT_CALIBRATED in page_text(at)
+    assert "**elsewhere-1**" in page_text(at)
+    assert any(str(broken) in w.value for w in at.warning)
+    assert any("busy when calibrated (load 2.0 per core)" in w.value for w in at.warning)
+
+
+def test_read_only_hides_the_command(results_dir, monkeypatch):
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    at = render("pages/machines.py")
+    assert not at.exception
+    text = page_text(at)
+    assert "not calibrated" in text and "python -m core calibrate" not in text

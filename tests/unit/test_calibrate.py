@@ -1,0 +1,144 @@
+import copy
+import json
+import os
+
+import pytest
+
+from core import calibrate, devices, profiles, runlock, settings
+from core.cli import main
+
+
+@pytest.fixture(scope="module")
+def quick_profile():
+    """One quick calibration of this machine's CPU for the whole module (no file written)."""
+    return calibrate.take(["cpu"], quick=True, progress=False)
+
+
+def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quick_profile):
+    cpu = quick_profile["cpu"]
+    assert set(cpu) == {f.name for f in profiles.fields_for("cpu")}
+    for field in profiles.fields_for("cpu"):
+        values = cpu[field.name].values() if field.sized else [cpu[field.name]]
+        for value in values:
+            assert field.low <= value <= field.high, (field.name, value, field.unit)
+    assert set(cpu["matmul_flops"]) == {str(n) for n in calibrate.QUICK.matmul_sizes}
+    assert set(cpu["conv2d_flops"]) == {f"8x16x{s}x{s}" for s in calibrate.QUICK.conv2d_sides}
+    assert quick_profile["gpus"] == {} and quick_profile["quick"] is True
+    assert quick_profile["machine_id"] == devices.fingerprint()["machine_id"]
+    profiles.validate(quick_profile)
+
+
+def test_every_field_has_a_unit_shown_in_human_units_and_a_probe_that_measures_it():
+    for field in profiles.FIELDS:
+        assert field.unit in profiles.HUMAN_UNITS and 0 < field.low < field.high, field.name
+    assert profiles.human(3.2e-6, "s/op") == ("3.20", "µs/op")
+    assert profiles.human(2.5e11, "FLOP/s") == ("250", "GFLOP/s")
+    kinds_probed = {kind for probe in calibrate.PROBES for kind in probe.kinds}
+    assert kinds_probed == {kind for field in profiles.FIELDS for kind in field.kinds}
+
+
+def test_a_profile_saves_and_loads_back_unchanged(quick_profile, results_dir):
+    path = profiles.save(quick_profile)
+    mid = quick_profile["machine_id"]
+    assert path == results_dir / mid / "calibration" / "profile.json"
+    assert profiles.load() == profiles.load(mid) == json.loads(json.dumps(quick_profile))
+    assert profiles.all() == {mid: profiles.load(mid)}
+
+
+def test_a_calibration_taken_on_a_busy_machine_says_so(quick_profile):
+    assert profiles.busy_note(quick_profile | {"load_per_core": 0.2}) is None
+    busy = quick_profile | {"load_per_core": 3.0}
+    assert "busy when calibrated (load 3.0 per core)" in profiles.busy_note(busy)
+    assert calibrate.report(busy).splitlines()[-1].startswith("note: the machine was busy")
+
+
+def test_a_machine_without_a_profile_is_told_how_to_take_one(results_dir):
+    assert profiles.load() is None and profiles.all() == {}
+    assert profiles.missing_message() == ("no calibrated profile for this machine: run `python -m core calibrate` "
+                                          "(under a minute)")
+    assert "machine elsewhere-1: run `python -m core calibrate` on it" in profiles.missing_message("elsewhere-1")
+
+
+def _write(results_dir, machine_id: str, profile) -> str:
+    path = results_dir / machine_id / "calibration" / "profile.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(profile if isinstance(profile, str) else json.dumps(profile))
+    return str(path)
+
+
+def test_malformed_profiles_are_skipped_with_a_warning_naming_the_file(quick_profile, results_dir):
+    out_of_range = copy.deepcopy(quick_profile) | {"machine_id": "slow-1"}
+    out_of_range["cpu"]["op_overhead_no_grad"] = 50.0
+    missing = copy.deepcopy(quick_profile) | {"machine_id": "missing-1"}
+    del missing["cpu"]["memory_bandwidth"]
+    cases = {_write(results_dir, "slow-1", out_of_range): "cpu/op_overhead_no_grad: 50.0 is greater than",
+             _write(results_dir, "missing-1", missing): "'memory_bandwidth' is a required property",
+             _write(results_dir, "moved-1", quick_profile): "is not its folder's 'moved-1'",
+             _write(results_dir, "nan-1", '{"schema": 1, "seconds": NaN}'): "NaN is not a measured value",
+             _write(results_dir, "broken-1", "{not json"): "Expecting property name"}
+    _write(results_dir, quick_profile["machine_id"], quick_profile)
+    with pytest.warns(UserWarning) as caught:
+        found = profiles.all()
+    assert list(found) == [quick_profile["machine_id"]]
+    messages = [str(w.message) for w in caught]
+    for path, reason in cases.items():
+        assert any(path in m and reason in m for m in messages), (path, reason, messages)
+    with pytest.warns(UserWarning, match="slow-1"):
+        assert profiles.load("slow-1") is None
+
+
+def test_saving_checks_the_profile_and_read_only_refuses_it(quick_profile, results_dir, monkeypatch):
+    bad = copy.deepcopy(quick_profile)
+    bad["cpu"]["matmul_flops"] = {}
+    with pytest.raises(profiles.ProfileError, match="cpu/matmul_flops: {} should be non-empty"):
+        profiles.save(bad)
+    with pytest.raises(profiles.ProfileError, match="machine_id: '../outside' does not match"):
+        profiles.save(quick_profile | {"machine_id": "../outside"})
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    with pytest.raises(settings.ReadOnlyError, match="calibration refused"):
+        profiles.save(quick_profile)
+    assert not results_dir.exists()
+
+
+def test_cli_calibrate_prints_the_table_and_writes_the_profile(quick_profile, capsys, results_dir, monkeypatch):
+    asked = []
+
+    def measured(names, quick):  # the module's calibration, not another one
+        asked.append((names, quick))
+        return quick_profile
+    monkeypatch.setattr(calibrate, "take", measured)
+    assert main(["calibrate", "--quick", "--device", "cpu"]) == 0
+    assert asked == [(["cpu"], True)]
+    out = capsys.readouterr().out
+    path = profiles.path()
+    assert "calibrated cpu in " in out and str(path) in out
+    assert "matmul_flops @ 64" in out and "GFLOP/s" in out and "µs/op" in out and "GB/s" in out
+    table = [line for line in out.splitlines()[:-1] if not line.startswith("note: the machine was busy")]
+    rows = profiles.rows(profiles.load())
+    assert len(table) == len(rows)
+    value_ends = {line.index(f"{row['value']} {row['unit']} ") + len(row["value"]) for line, row in zip(table, rows)}
+    assert len(value_ends) == 1  # the values line up
+
+
+def test_cli_calibrate_refuses_when_read_only_busy_or_given_a_bad_device(capsys, results_dir, monkeypatch):
+    assert main(["calibrate", "--quick", "--device", "cuda:9"]) == 2
+    assert "device: 'cuda:9' is not present" in capsys.readouterr().err
+    fd = runlock.acquire({"run_id": "r1", "experiment": "matmul", "devices": ["cpu"]})
+    try:
+        assert main(["calibrate", "--quick"]) == 2
+        assert "a run is already going on this machine: matmul on cpu" in capsys.readouterr().err
+    finally:
+        os.close(fd)
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    assert main(["calibrate", "--quick"]) == 2
+    assert "read-only" in capsys.readouterr().err and profiles.load() is None
+
+
+@pytest.mark.skipif("cuda:0" not in devices.available(), reason="needs a CUDA GPU: the GPU fields measure one")
+def test_a_quick_calibration_measures_every_gpu_field_on_every_gpu():
+    gpus = [d for d in devices.available() if devices.kind(d) == "cuda"]
+    profile = calibrate.take(gpus, quick=True, progress=False)
+    assert set(profile["gpus"]) == set(gpus)
+    for gpu in gpus:
+        assert set(profile["gpus"][gpu]) == {f.name for f in profiles.fields_for("cuda")}
+    profiles.validate(profile)

@@ -1,0 +1,65 @@
+"""The runner takes a census and a profile of every measured point, writes the profile's files beside the
+record, and never loses a measurement to either."""
+import gzip
+import json
+
+import pandas as pd
+
+from core import census, experiments, results, runner
+from core.results import RecordWriter
+
+
+def _run(name: str, results_dir, **overrides) -> dict:
+    exp = experiments.get(name)
+    config = exp.config("smoke", overrides)
+    writer = RecordWriter(name, "smoke", config, ["cpu"], results_dir=results_dir)
+    assert runner.run(exp, config, ["cpu"], writer) == "complete"
+    return writer
+
+
+def test_every_measured_point_has_a_census_and_a_breakdown_with_files_beside_the_record(results_dir):
+    writer = _run("matmul", results_dir, sizes=(16, 64))
+    measured = [r for r in writer.record["rows"] if r["status"] == "ok" and r["variant"] == "torch cpu"]
+    assert measured
+    for row in measured:
+        assert row["census"]["operations"] >= 1 and row["census"]["kernels"] >= 1
+        parts = row["breakdown"]
+        assert {"compute_s", "copies_s", "sync_s", "loading_s", "host_s"} <= parts.keys()
+        trace = writer.path.parent / parts["trace"]
+        table = writer.path.parent / parts["table"]
+        assert trace.parent == writer.path.with_suffix("")  # a folder named after the run, beside its record
+        assert "traceEvents" in json.loads(gzip.decompress(trace.read_bytes()))
+        assert len(pd.read_csv(table)) >= 1
+    frame = results.rows_frame(results.load_records(results_dir))
+    torch_rows, numpy_rows = frame[frame["variant"] == "torch cpu"], frame[frame["variant"] == "numpy"]
+    assert torch_rows["census_operations"].notna().all() and torch_rows["time_host_s"].notna().all()
+    assert numpy_rows["census_note"].str.contains("outside PyTorch").all()  # not drawn as all host time
+    assert numpy_rows["time_host_s"].isna().all()
+
+
+def test_a_product_is_one_mm_kernel_in_the_rows_frame(results_dir):
+    _run("matmul", results_dir, sizes=(32,))
+    frame = results.rows_frame(results.load_records(results_dir))
+    torch_row = frame[frame["variant"] == "torch cpu"].iloc[0]
+    assert torch_row["census_flops"] == 2 * 32**3
+    assert torch_row["census_top_by_count"][0]["op"] == "aten.mm"
+
+
+def test_a_long_sample_is_measured_but_neither_censused_nor_profiled(results_dir, monkeypatch):
+    monkeypatch.setattr(runner, "INSPECT_LIMIT_S", 0.0)
+    writer = _run("iris", results_dir)
+    row = next(r for r in writer.record["rows"] if r["status"] == "ok")
+    assert row["median"] > 0
+    assert row["census"] == row["breakdown"] and "skipped" in row["census"]
+    frame = results.rows_frame(results.load_records(results_dir))
+    assert frame["census_note"].str.contains("census and the profile are taken only").all()
+
+
+def test_a_failing_census_is_recorded_and_the_measurement_stands(results_dir, monkeypatch):
+    def broken(workload, device):
+        raise RuntimeError("the census broke")
+    monkeypatch.setattr(census, "take", broken)
+    writer = _run("iris", results_dir)
+    row = next(r for r in writer.record["rows"] if r["status"] == "ok")
+    assert row["census"] == {"error": "RuntimeError: the census broke"}
+    assert row["median"] > 0 and "host_s" in row["breakdown"]
