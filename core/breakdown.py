@@ -30,10 +30,13 @@ TOLERANCE does not add up either (host would be that noise). When the parts do n
 scaled, host is 0 and `adds_up` is False: the profile could not be reconciled with the timing.
 """
 import bisect
+import contextlib
 import gzip
 import math
+import os
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +52,7 @@ LABELS = {"compute": "compute", "copies": "host-device copies", "sync": "synchro
 TOLERANCE = 0.10  # the measured parts may exceed the timed median by this fraction and still add up
 WINDOW_S = 0.3  # the profiled calls' target duration
 MAX_CALLS = 20
+MAX_TRACE_BYTES = 8_000_000  # a bigger trace is not kept (the operator table always is)
 SUPPORTED = ("cpu", "cuda")
 LAP_RANGE = "crossover.lap."
 LOADER_RANGE = "enumerate(DataLoader)#"
@@ -146,11 +150,15 @@ def take(workload: timing.Workload, device: str, median_s: float, folder: Path, 
     _check(device, median_s, stem)
     accelerator = devices.is_accelerator(device)
     marks = LapRanges()
-    with profile(activities=_activities(accelerator)) as prof:
-        try:
-            timing.observe(workload, device, marks, calls=window_calls(workload, median_s))
-        finally:
-            marks.close()
+    prof = profile(activities=_activities(accelerator))
+    with _native_stderr_muted():
+        prof.start()
+    try:
+        timing.observe(workload, device, marks, calls=window_calls(workload, median_s))
+    finally:
+        marks.close()
+        with _native_stderr_muted():
+            prof.stop()
     if not marks.samples:
         raise RuntimeError("breakdown: the profiled call closed no sample on its stopwatch")
     events = profile_events(prof)
@@ -165,6 +173,21 @@ def take(workload: timing.Workload, device: str, median_s: float, folder: Path, 
         "profiled_s": profiled_s, "samples": marks.samples,
         "kernels": None if kernels is None else _whole(kernels / marks.samples),
         **_save(prof, counted, Path(folder), stem)}
+
+
+@contextlib.contextmanager
+def _native_stderr_muted():
+    """Kineto writes a 'profiler_start' / 'profiler_stop' line to the process's stderr at every start and
+    stop, whatever its log level: silence file descriptor 2 for those two calls only."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def profile_events(prof: profile) -> list[Event]:
@@ -274,7 +297,13 @@ def _save(prof: profile, counted: list[Event], folder: Path, stem: str) -> dict:
     finally:
         raw.unlink(missing_ok=True)
     operator_table(counted).to_csv(table, index=False)
-    return {"trace": f"{folder.name}/{trace.name}", "table": f"{folder.name}/{table.name}"}
+    saved = {"trace": f"{folder.name}/{trace.name}", "table": f"{folder.name}/{table.name}"}
+    size = trace.stat().st_size
+    if size > MAX_TRACE_BYTES:  # a whole fit of small batches runs to tens of MB: keep the folder small
+        trace.unlink()
+        saved |= {"trace": None, "trace_note": f"the trace ({size / 1e6:.0f} MB gzipped) was over the "
+                                               f"{MAX_TRACE_BYTES / 1e6:.0f} MB kept per point"}
+    return saved
 
 
 def _check(device: str, median_s: float, stem: str) -> None:

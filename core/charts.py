@@ -69,27 +69,34 @@ PART_COLOURS = {"compute": "#4c78a8", "copies": "#f58518", "sync": "#e45756", "l
 TIME_PARTS = {part: (breakdown.LABELS[part], PART_COLOURS[part]) for part in breakdown.PARTS}
 
 
-def where_time_goes(rows: pd.DataFrame, counts: pd.Series, unit: str) -> alt.HConcatChart:
+def where_time_goes(rows: pd.DataFrame, counts: pd.Series, unit: str) -> alt.Chart:
     """One bar per row (a device and variant of one configuration), split into the measured parts of
-    one `unit`, on an axis that starts at zero; `counts` (text per row, same index) beside each bar."""
-    bars = rows.assign(bar=series_label(rows), per_call=rows["per_call"].fillna(1))
+    one `unit`, on an axis that starts at zero; each bar's label carries its `counts` (same index)."""
+    bars = rows.assign(bar=series_label(rows) + "\n" + counts.reindex(rows.index).fillna(""),
+                       per_call=rows["per_call"].fillna(1))
+    scale_name, factor = _time_unit((bars["median_s"] / bars["per_call"]).max())
     long = bars.melt(id_vars=["bar", "per_call", "median_s"], value_vars=[f"time_{p}_s" for p in TIME_PARTS],
                      var_name="part", value_name="seconds")
-    long["part"] = long["part"].str.removeprefix("time_").str.removesuffix("_s").map(
-        lambda p: TIME_PARTS[p][0])
-    long["seconds"] = long["seconds"] / long["per_call"]
-    long["share"] = long["seconds"] / (long["median_s"] / long["per_call"])
+    long["part"] = long["part"].str.removeprefix("time_").str.removesuffix("_s").map(lambda p: TIME_PARTS[p][0])
+    long["time"] = long["seconds"] / long["per_call"] * factor
+    long["share"] = long["seconds"] / long["median_s"]
     long["order"] = long["part"].map({label: i for i, (label, _) in enumerate(TIME_PARTS.values())})
     labels, colours = zip(*TIME_PARTS.values())
-    y = alt.Y("bar:N", title=None, sort=list(bars["bar"]), axis=alt.Axis(labelLimit=0))
-    chart = alt.Chart(long).mark_bar().encode(
-        x=alt.X("seconds:Q", title=f"seconds per {unit} (measured, median; the profiler's split)",
+    return alt.Chart(long[["bar", "part", "time", "share", "order"]]).mark_bar().encode(
+        x=alt.X("time:Q", title=f"{scale_name} per {unit} (measured median, split by the profiler)",
                 scale=alt.Scale(zero=True), stack="zero"),
-        y=y, order="order:Q",
+        y=alt.Y("bar:N", title=None, sort=list(bars["bar"]),
+                axis=alt.Axis(labelLimit=0, labelExpr="split(datum.label, '\\n')")),
+        order="order:Q",
         color=alt.Color("part:N", title="part", scale=alt.Scale(domain=list(labels), range=list(colours)),
-                        legend=alt.Legend(orient="bottom", columns=3, labelLimit=0)),
-        tooltip=["bar", "part", alt.Tooltip("seconds:Q", format=".3~g"), alt.Tooltip("share:Q", format=".0%")],
-    ).properties(width=420)
-    text = alt.Chart(bars[["bar"]].assign(counts=counts.reindex(bars.index).values)).mark_text(align="left").encode(
-        y=y.axis(None), text="counts:N").properties(width=360)
-    return alt.hconcat(chart, text, title="Where the time goes")
+                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=0)),
+        tooltip=["bar", "part", alt.Tooltip("time:Q", title=scale_name, format=".3~g"),
+                 alt.Tooltip("share:Q", format=".0%")],
+    ).properties(height=alt.Step(46))
+
+
+def _time_unit(seconds: float) -> tuple[str, float]:
+    """The unit an axis of times up to `seconds` reads best in, and its factor from seconds."""
+    if seconds < 1e-3:
+        return "microseconds", 1e6
+    return ("milliseconds", 1e3) if seconds < 1 else ("seconds", 1.0)

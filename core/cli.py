@@ -19,8 +19,15 @@ def main(argv: list[str] = None) -> int:
         return 2
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's own errors ("unrecognized arguments: ...") echo what was typed: each word clipped."""
+
+    def error(self, message: str):
+        super().error(" ".join(clip(word) for word in message.split(" ")))
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core", description="Crossover, headless.")
+    parser = _Parser(prog="python -m core", description="Crossover, headless.")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
     info = sub.add_parser("info", help="print this machine's fingerprint")
     info.set_defaults(command=cmd_info)
@@ -174,4 +181,6 @@ def _inspection_text(row: dict) -> str:
     if parts.get("adds_up"):
         part = max(breakdown.PARTS, key=lambda p: parts[f"{p}_s"])
         text += f"; mostly {breakdown.LABELS[part]} ({parts[f'{part}_s'] / row['median']:.0%})"
+    elif parts.get("adds_up") is False:
+        text += "; the profile could not be reconciled with the timing"
     return text

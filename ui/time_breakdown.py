@@ -21,14 +21,16 @@ def where_time_goes(name: str, rows: pd.DataFrame) -> None:
                 "point." + (f" The latest runs say: {'; '.join(notes[:3])}." if len(notes) else ""))
         return
     configs = sorted(inspected["point"].unique(), key=_config_key)
-    chosen = st.selectbox("Configuration", configs, format_func=_config_text, key=f"{name}-breakdown-config")
+    widest = inspected["point"].value_counts()  # by default, the configuration with the most bars
+    chosen = st.selectbox("Configuration", configs, index=configs.index(widest.index[0]), format_func=_config_text,
+                          key=f"{name}-breakdown-config")
     picked = inspected[inspected["point"] == chosen].sort_values(["device", "variant"])
     unit = picked["unit"].iloc[0]
     st.altair_chart(charts.where_time_goes(picked, picked.apply(_counts, axis=1), unit), width="stretch")
     st.caption(f"Each bar is one {unit} of the latest complete run: the profiler's device compute (on the CPU, "
                "the operators' own time), copies, sync waits and data loading, and the rest of the timed median "
-               "as host overhead. Beside it, the census of the same work: ATen operations, those that would "
-               "launch a kernel on a GPU, host synchronisations and bytes copied between host and device.")
+               "as host overhead. Under each label, the census of the same work: ATen operations, those that "
+               "would launch a kernel on a GPU, host synchronisations and bytes copied between host and device.")
     unreconciled = picked[picked["breakdown_adds_up"] == False]  # noqa: E712 (None means not taken)
     if len(unreconciled):
         st.warning("The profiler's parts exceed the timed median by more than the stated tolerance for: "
@@ -57,7 +59,8 @@ def _config_text(point: str) -> str:
 def _downloads(picked: pd.DataFrame) -> None:
     with st.expander("Raw operator tables and traces"):
         st.caption("The operator table (CSV) is torch.profiler's per-operator summary of the profiled calls; "
-                   "the trace (gzipped Chrome trace JSON) opens in https://ui.perfetto.dev.")
+                   "the trace (gzipped Chrome trace JSON) opens in https://ui.perfetto.dev. A trace over 8 MB is "
+                   "not kept, and the results shipped with the app keep none.")
         for i, row in enumerate(picked.itertuples()):
             label = charts.series_label(picked.loc[[row.Index]]).iloc[0]
             for kind, path, mime in (("operator table", row.breakdown_table, "text/csv"),

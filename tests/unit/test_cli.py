@@ -84,3 +84,10 @@ def test_a_run_from_the_shell_gets_the_malloc_setting_its_experiment_asks_for(re
                    cwd=settings.APP_ROOT, env=env, check=True, capture_output=True, timeout=300)
     [record] = results.load_records(results_dir)
     assert record["environment"]["MALLOC_MMAP_THRESHOLD_"] == "65536"  # matmul's run gets none: see test_jobs
+
+
+def test_argparse_errors_clip_what_they_echo(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "matmul", "--bogus" + "x" * 100_000])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "unrecognized arguments" in err and len(err) < 1000

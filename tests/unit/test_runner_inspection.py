@@ -63,3 +63,11 @@ def test_a_failing_census_is_recorded_and_the_measurement_stands(results_dir, mo
     row = next(r for r in writer.record["rows"] if r["status"] == "ok")
     assert row["census"] == {"error": "RuntimeError: the census broke"}
     assert row["median"] > 0 and "host_s" in row["breakdown"]
+
+
+def test_the_cli_prints_each_points_census_per_unit(results_dir, capsys):
+    from core.cli import main
+    assert main(["run", "matmul", "--preset", "smoke", "--device", "cpu", "--set", "sizes=32",
+                 "--set", "variants=torch cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "1 operation, 1 kernel, 0 syncs, 0 bytes copied per product" in out
