@@ -11,6 +11,6 @@ def test_page_shows_charts_verdicts_tables_and_the_explanation(results_dir, one_
     text = " ".join(page_text(at).split())
     assert f"**{NEEDS_GPU}**: For a model this small the CPU trains faster" in text
     assert "A forward hook runs through model(x)" in text
-    assert "Why `.item()` costs a synchronisation but little time" in text
+    assert "Why `.item()` is a sync that costs little" in text
     assert f"took {published.figure_text('iris-total.cpu')} on an i9-12900KF" in text  # the claim, from about.md
     assert len(at.dataframe) >= 4  # three analysis tables and all measured points

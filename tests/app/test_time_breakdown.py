@@ -5,7 +5,7 @@ from tests.helpers import render, smoke_record
 
 
 def _breakdown_chart(at):
-    return next(c for c in at.get("vega_lite_chart") if "Where the time goes" in c.proto.spec)
+    return next(c for c in at.get("vega_lite_chart") if "split by the profiler" in c.proto.spec)
 
 
 def test_the_page_splits_each_variant_of_the_chosen_configuration_and_counts_its_operations(results_dir, one_thread):
