@@ -165,13 +165,13 @@ def all() -> dict[str, dict]:  # shadows the builtin inside this module, which d
 
 
 def _read(target: Path) -> dict | None:
-    try:
-        profile = json.loads(target.read_text(), parse_constant=_refuse_constant)
+    try:  # read like a record: a regular file only, never through a link, never blocking on a pipe
+        profile = json.loads(results.read_regular_file(target)[0], parse_constant=_refuse_constant)
         validate(profile)
         folder = target.parent.parent.name
         if profile["machine_id"] != folder:
             raise ProfileError(f"machine_id: '{profile['machine_id']}' is not its folder's '{folder}'")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ProfileError) as e:
+    except (ValueError, ProfileError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         warnings.warn(f"skipping calibration profile {target}: {e}", stacklevel=3)
         return None
     return profile

@@ -163,7 +163,7 @@ def read_record(path: Path) -> dict:
     """One record, or ValueError saying why the file is not a Crossover record: not a regular file (a
     symbolic link is never followed, a pipe never waited on), over MAX_RECORD_BYTES, gone, not JSON, or
     failing its schema (the field named)."""
-    text, version = _read_regular_file(Path(path))
+    text, version = read_regular_file(Path(path))
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as e:  # ValueError: bad JSON, bad UTF-8, an int too long to read
@@ -188,7 +188,7 @@ def _schema_problem(data: dict, version: tuple) -> str | None:
     return _SCHEMA_PROBLEMS[version]
 
 
-def _read_regular_file(path: Path) -> tuple[bytes, tuple]:
+def read_regular_file(path: Path) -> tuple[bytes, tuple]:
     """The bytes of `path` if it is a regular file of at most MAX_RECORD_BYTES, read without following a
     symbolic link or blocking on a pipe, and the file's version (device, inode, size, modification time);
     else ValueError saying what it is."""
