@@ -1,0 +1,308 @@
+"""The cost model: the time of one sample of a workload (the unit a record's `median` is in) on a piece of
+hardware, predicted from the workload's census (core/census.py: its operations, per call, and the
+stretches its syncs cut a sample into) and the hardware's figures (a `core.hardware.Target`: a host CPU
+and, for a GPU target, the GPU it drives). A GPU is predicted from the stand-in's census (the workload
+built for the meta device); a CPU from any census. Figures are read per call: a sized figure at the
+operation's FLOPs per call.
+
+The rules on a GPU target, per operation call:
+- host: every operation outside a DataLoader fetch (phase loading) and a graph replay (phase graph)
+  costs the host's op_overhead_autograd when it records autograd, else op_overhead_no_grad. An operation
+  outside them that does work on the host (on 'cpu', not a kernel of the unit's device) costs its compute
+  there too: max(flops / rate, bytes / memory_bandwidth), the rate conv_flops for a convolution (an
+  operation with a FLOP formula and 'conv' in its name), matmul_flops for another formula operation and
+  elementwise_rate for a per-element one (one FLOP per element written). Other work off the unit's device
+  is shape inference on the meta device: it computes nothing.
+- launches: a kernel outside a graph replay costs the host what the GPU's launch_overhead (the host time
+  of a whole eager operation that launches a tiny kernel) exceeds that operation's own overhead by.
+- compute: a kernel runs max(flops / rate, bytes / memory_bandwidth, shortest_kernel) on the GPU, the rate
+  conv_flops or matmul_flops as on the host; a per-element kernel has none (its bytes only). A copy
+  between two devices (d2d) costs what the same copy within one would: a kernel reading and writing its
+  bytes.
+- graph: a replay costs graph_replay_fixed on the host (in launches), and each of its kernels (a node)
+  graph_replay_per_node plus its kernel time on the GPU.
+- loading: a DataLoader batch costs a on the host and each of its samples c, from the host's seconds per
+  sample at batch 1 (L1) and at batch 64 (L64): L1 = a + c and L64 = a / 64 + c, so c = (64 L64 - L1) / 63
+  and a = L1 - c, each at least 0. The operations of a fetch cost nothing more on the host (the figures
+  hold them); its kernels and copies cost as anywhere else.
+- copies: a host-device copy takes the GPU's latency + bytes / bandwidth for its direction and host
+  memory (pinned or pageable). A blocking copy (one that syncs) runs after the device work before it; a
+  non-blocking one is device time.
+- sync: an operation that waits for the device and is not a host-device copy (`.item()`, `nonzero`)
+  costs sync_round_trip.
+
+A stretch (the census's: the calls up to and including a sync, or the sample's open end) overlaps the
+host's queueing with the GPU's work: it takes max(host side, device side) + its blocking copies + its
+round trip, the host side being host + launches + loading and the device side compute + non-blocking
+copies. The parts follow the critical side: a host-bound stretch's (host side >= device side) overlapped
+wall is its host, launches and loading; a device-bound one's its compute and copies. A stretch counts as
+often as it occurs in a sample (`times`).
+
+On a CPU target nothing overlaps: every operation outside a fetch costs its overhead (host) and, when it
+does work on the unit's device or the host, its compute at the host's figures; a graph replay's
+operations run eagerly; loading costs as above; nothing is launched, copied between devices or waited for.
+
+One model and one set of figures per piece of hardware: no factor per experiment, no tuning constant."""
+import math
+from dataclasses import dataclass, fields, replace
+
+PARTS = ("host", "launches", "loading", "compute", "copies", "sync")
+PHASES = ("step", "loading", "graph")
+DIRECTIONS = ("h2d", "d2h", "d2d")
+LOADER_BATCH = 64  # the batch of the host's loader_batched_per_sample figure
+MISSING = object()
+
+
+class PredictionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One sample's predicted seconds on `target` (its title), split into PARTS that sum to `seconds`."""
+    seconds: float
+    parts: dict[str, float]
+    target: str
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"seconds": self.seconds, "parts": dict(self.parts), "target": self.target, "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Seconds of a call or a stretch by where they go: `copies` are non-blocking copies (device time),
+    `serial` the blocking ones (after the device's work)."""
+    host: float = 0.0
+    launches: float = 0.0
+    compute: float = 0.0
+    copies: float = 0.0
+    serial: float = 0.0
+    sync: float = 0.0
+
+    def plus(self, other: "Cost", calls: float) -> "Cost":
+        """This cost and `calls` times the other."""
+        return Cost(*(getattr(self, f.name) + calls * getattr(other, f.name) for f in fields(Cost)))
+
+
+def predict(census: dict, target) -> Prediction:
+    """The predicted time of one sample of the census's workload on `target` (a core.hardware.Target)."""
+    ops, stretches = _checked(census)
+    costs = [_call_cost(op, target) for op in ops]
+    parts = dict.fromkeys(PARTS, 0.0)
+    for stretch in stretches:
+        for part, seconds in _stretch_parts(stretch, costs, target).items():
+            parts[part] += seconds * stretch["times"]
+    return Prediction(sum(parts.values()), parts, target.title, _notes(census, ops, target))
+
+
+def per_unit(prediction: Prediction, per_call) -> Prediction:
+    """The prediction per unit: a sample is one call of `per_call` units (a record's per_call)."""
+    if isinstance(per_call, bool) or not isinstance(per_call, (int, float)) or not (
+            math.isfinite(per_call) and per_call > 0):
+        raise PredictionError(f"per_call: {per_call!r} is not a positive number of units per call")
+    return replace(prediction, seconds=prediction.seconds / per_call,
+                   parts={part: seconds / per_call for part, seconds in prediction.parts.items()})
+
+
+def crossover(predicted: list[tuple[float, float, float]]) -> float | None:
+    """The smallest swept value at which the GPU's predicted time per unit is below the CPU's, None when it
+    never is. `predicted`: (value, CPU seconds, GPU seconds) per point, in any order."""
+    faster = []
+    for i, point in enumerate(predicted):
+        if not (isinstance(point, (tuple, list)) and len(point) == 3 and all(_is_number(v) for v in point)):
+            raise PredictionError(f"predicted[{i}]: {_shown(point)} is not (value, CPU seconds, GPU seconds), "
+                                  f"three finite numbers")
+        value, cpu, gpu = point
+        if gpu < cpu:
+            faster.append(value)
+    return min(faster, default=None)
+
+
+# -- one call ---------------------------------------------------------------------------------------
+
+def _call_cost(op: dict, target) -> Cost:
+    return _cpu_call(op, target.host) if target.gpu is None else _gpu_call(op, target.host, target.gpu)
+
+
+def _cpu_call(op: dict, host) -> Cost:
+    if op["copy"] or op["phase"] == "loading":
+        return Cost()
+    works = op["launches"] and (op["kernel"] or op["where"] == "cpu")
+    return Cost(host=_overhead(op, host), compute=_work_seconds(op, host, "elementwise_rate") if works else 0.0)
+
+
+def _gpu_call(op: dict, host, gpu) -> Cost:
+    on_host = 0.0 if op["phase"] in ("loading", "graph") else _overhead(op, host)
+    direction = op["copy"]["direction"] if op["copy"] else None
+    if direction in ("h2d", "d2h"):
+        seconds = _transfer_seconds(op["copy"], gpu)
+        return Cost(host=on_host, serial=seconds) if op["sync"] else Cost(host=on_host, copies=seconds)
+    sync = gpu.value("sync_round_trip") if op["sync"] else 0.0
+    if op["kernel"] or direction == "d2d":
+        return _kernel_cost(op, gpu, on_host).plus(Cost(host=on_host, sync=sync), 1)
+    if op["launches"] and op["where"] == "cpu" and op["phase"] == "step":
+        on_host += _work_seconds(op, host, "elementwise_rate")
+    return Cost(host=on_host, sync=sync)
+
+
+def _kernel_cost(op: dict, gpu, dispatch: float) -> Cost:
+    if op["copy"]:  # between two devices: read and written once each
+        op = op | {"flops": 0.0, "formula": False, "bytes": 2 * op["copy"]["bytes"]}
+    device = max(_work_seconds(op, gpu, None), gpu.value("shortest_kernel"))
+    if op["phase"] == "graph":
+        return Cost(compute=device + gpu.value("graph_replay_per_node"))
+    # launch_overhead is a whole eager op's host time on the GPU (what calibrate measures): its dispatch is
+    # already the op's host overhead, so the launch adds what is left
+    return Cost(launches=max(0.0, gpu.value("launch_overhead") - dispatch), compute=device)
+
+
+def _overhead(op: dict, host) -> float:
+    return host.value("op_overhead_autograd" if op["autograd"] else "op_overhead_no_grad")
+
+
+def _work_seconds(op: dict, device, elementwise: str | None) -> float:
+    """max(flops / rate, bytes / memory_bandwidth) of one call; `elementwise` names the rate of a
+    per-element operation (None: its bytes only)."""
+    flops = op["flops"]
+    rate = ("conv_flops" if "conv" in op["op"] else "matmul_flops") if op["formula"] else elementwise
+    by_flops = flops / device.value(rate, flops=flops) if rate and flops else 0.0
+    by_bytes = op["bytes"] / device.value("memory_bandwidth", flops=flops) if op["bytes"] else 0.0
+    return max(by_flops, by_bytes)
+
+
+def _transfer_seconds(copy: dict, gpu) -> float:
+    memory = "pinned" if copy["pinned"] else "pageable"
+    direction = copy["direction"]
+    return (gpu.value(f"{direction}_latency_{memory}")
+            + copy["bytes"] / gpu.value(f"{direction}_bandwidth_{memory}"))
+
+
+# -- one stretch ------------------------------------------------------------------------------------
+
+def _stretch_parts(stretch: dict, costs: list[Cost], target) -> dict[str, float]:
+    """The parts of one occurrence of a stretch."""
+    total = Cost()
+    for index, calls in stretch["ops"]:
+        total = total.plus(costs[index], calls)
+    loading = _loading_seconds(stretch, target.host)
+    if target.gpu is None:
+        return dict.fromkeys(PARTS, 0.0) | {"host": total.host, "loading": loading, "compute": total.compute}
+    replays = stretch["graph_replays"]
+    launches = total.launches + (replays * target.gpu.value("graph_replay_fixed") if replays else 0.0)
+    host_side = {"host": total.host, "launches": launches, "loading": loading}
+    device_side = {"compute": total.compute, "copies": total.copies}
+    critical = host_side if sum(host_side.values()) >= sum(device_side.values()) else device_side
+    parts = dict.fromkeys(PARTS, 0.0) | critical
+    parts["copies"] += total.serial
+    parts["sync"] = total.sync
+    return parts
+
+
+def _loading_seconds(stretch: dict, host) -> float:
+    batches, samples = stretch["loader_batches"], stretch["loader_samples"]
+    if not (batches or samples):
+        return 0.0
+    per_batch, per_sample = loader_costs(host)
+    return batches * per_batch + samples * per_sample
+
+
+def loader_costs(host) -> tuple[float, float]:
+    """(seconds per batch, seconds per sample) of a DataLoader on the host, from its two loader figures."""
+    one, batched = host.value("loader_batch1_per_sample"), host.value("loader_batched_per_sample")
+    per_sample = max(0.0, (LOADER_BATCH * batched - one) / (LOADER_BATCH - 1))
+    return max(0.0, one - per_sample), per_sample
+
+
+def _notes(census: dict, ops: list[dict], target) -> tuple[str, ...]:
+    if target.gpu is not None and census.get("device") == "cpu":
+        return ("the census was taken on the CPU: it holds none of a GPU's host-device copies (the stand-in's "
+                "census does)",)
+    if target.gpu is None and any(op["copy"] for op in ops):
+        return ("the census's host-device copies cost nothing on a CPU, which makes none",)
+    return ()
+
+
+# -- the census, checked ----------------------------------------------------------------------------
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_amount(value) -> bool:
+    return _is_number(value) and value >= 0
+
+
+def _is_flag(value) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_text(value) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+OP_FIELDS = {"op": (_is_text, "an operation's name"), "where": (_is_text, "a device type"),
+             "kernel": (_is_flag, "true or false"), "launches": (_is_flag, "true or false"),
+             "flops": (_is_amount, "a number >= 0"), "formula": (_is_flag, "true or false"),
+             "bytes": (_is_amount, "a number >= 0"), "autograd": (_is_flag, "true or false"),
+             "phase": (lambda v: v in PHASES, f"one of {', '.join(PHASES)}"),
+             "copy": (lambda v: v is None or isinstance(v, dict), "null or an object"),
+             "sync": (_is_flag, "true or false")}
+COPY_FIELDS = {"direction": (lambda v: v in DIRECTIONS, f"one of {', '.join(DIRECTIONS)}"),
+               "pinned": (_is_flag, "true or false"), "bytes": (_is_amount, "a number >= 0")}
+STRETCH_FIELDS = {"ops": (lambda v: isinstance(v, list), "a list of [operation index, calls]"),
+                  "times": (_is_amount, "a number >= 0"), "sync": (_is_flag, "true or false"),
+                  "loader_batches": (_is_amount, "a number >= 0"), "loader_samples": (_is_amount, "a number >= 0"),
+                  "graph_replays": (_is_amount, "a number >= 0")}
+
+
+def _checked(census) -> tuple[list[dict], list[dict]]:
+    """The census's ops and stretches, every field checked; PredictionError names the first bad one."""
+    if not isinstance(census, dict):
+        raise PredictionError(f"census: a {type(census).__name__}, not a census (an object)")
+    for key, what in (("skipped", "the point was skipped"), ("error", "the census failed")):
+        if key in census:
+            raise PredictionError(f"census: {what} ({_shown(census[key])}): there is nothing to predict from")
+    if "ops" not in census or "stretches" not in census:
+        raise PredictionError("census: it holds no 'ops' and 'stretches' (taken before the cost model's detail): "
+                              "take it again with this version")
+    ops = _entries(census["ops"], "census.ops", OP_FIELDS)
+    for i, op in enumerate(ops):
+        if op["copy"] is not None:
+            _check_fields(op["copy"], f"census.ops[{i}].copy", COPY_FIELDS)
+    stretches = _entries(census["stretches"], "census.stretches", STRETCH_FIELDS)
+    for i, stretch in enumerate(stretches):
+        _check_refs(stretch["ops"], f"census.stretches[{i}].ops", len(ops))
+    return ops, stretches
+
+
+def _entries(value, where: str, rules: dict) -> list[dict]:
+    if not isinstance(value, list):
+        raise PredictionError(f"{where}: {_shown(value)} is not a list")
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise PredictionError(f"{where}[{i}]: {_shown(entry)} is not an object")
+        _check_fields(entry, f"{where}[{i}]", rules)
+    return value
+
+
+def _check_fields(entry: dict, where: str, rules: dict) -> None:
+    for key, (ok, allowed) in rules.items():
+        value = entry.get(key, MISSING)
+        if value is MISSING or not ok(value):
+            raise PredictionError(f"{where}.{key}: {_shown(value)}; expected {allowed}")
+
+
+def _check_refs(refs: list, where: str, count: int) -> None:
+    for i, ref in enumerate(refs):
+        if not (isinstance(ref, (list, tuple)) and len(ref) == 2 and isinstance(ref[0], int)
+                and not isinstance(ref[0], bool) and 0 <= ref[0] < count and _is_amount(ref[1])):
+            raise PredictionError(f"{where}[{i}]: {_shown(ref)} is not [operation index, calls]: a whole "
+                                  f"number below {count} (the census's ops) and a number >= 0")
+
+
+def _shown(value) -> str:
+    if value is MISSING:
+        return "missing"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,432 @@
+"""The hardware a prediction runs on (core.costmodel): one CPU or GPU is a `Device` with its figures, a host CPU and
+an optional GPU a `Target`. Figures come from two places: core/hardware.json, a catalogue of published figures per
+piece of hardware (every figure not measured on that hardware marked as an assumption, with a note) and of the
+hardware each write-up ran on; and calibrated profiles (core.profiles): this machine's and every other machine's
+whose profile sits in the results folder.
+
+Names `resolve` takes, case-insensitive: "this" (this machine's CPU), "this:cuda:N", a calibrated machine's id and
+"<id>:cuda:N", a catalogue name or alias. A sized figure's value is {FLOPs per call: rate}, interpolated log-log."""
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+import jsonschema
+import numpy as np
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from core import devices, profiles
+
+CATALOGUE_PATH = Path(__file__).with_name("hardware.json")
+SCHEMA_VERSION = 1
+THIS = "this"
+KINDS = ("cpu", "gpu")
+FIELDS = {
+    "cpu": ("op_overhead_autograd", "op_overhead_no_grad", "loader_batch1_per_sample", "loader_batched_per_sample",
+            "matmul_flops", "conv_flops", "elementwise_rate", "memory_bandwidth"),
+    "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
+            "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
+            "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
+            "graph_replay_fixed", "graph_replay_per_node"),
+}
+UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s", "graph_replay_fixed": "s"}
+KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("memory", "memory_bandwidth")),
+               "gpu": (("matmul", "matmul_flops"), ("memory", "memory_bandwidth"), ("launch", "launch_overhead"),
+                       ("h2d pinned", "h2d_bandwidth_pinned"))}
+NAME_PATTERN = r"^[a-z0-9][a-z0-9.-]*$"  # a slug: never "this", never "<machine>:cuda:N"
+SIZE_PATTERN = r"^[0-9]+(\.[0-9]+)?([eE]\+?[0-9]+)?$"  # FLOPs per call
+GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
+CLIP = 400  # characters of a list of names in a message
+# core.calibrate.conv_rate's probe layers, built inline there: (layer, in/out channels and kernel, padding). Repeated
+# here to turn a profile's input shapes into FLOPs per call until calibrate exports them.
+CONV_PROBES = {"conv1d_flops": (torch.nn.Conv1d, (16, 32, 5), 2), "conv2d_flops": (torch.nn.Conv2d, (16, 32, 3), 1)}
+
+
+class HardwareError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure: a number, or for a sized figure ((FLOPs per call, rate), ...) in increasing FLOPs; `source` a
+    catalogue source id (or the calibration that measured it), `citation` that source in words."""
+    value: float | tuple[tuple[float, float], ...]
+    source: str | None
+    assumption: bool
+    note: str
+    citation: str = ""
+
+    @property
+    def sized(self) -> bool:
+        return isinstance(self.value, tuple)
+
+    def at(self, flops: float = None) -> float:
+        """The value; a sized one at `flops` per call, interpolated log-log between its sizes and clamped at its
+        ends, or at its largest size when `flops` is None."""
+        if not self.sized:
+            return self.value
+        sizes, rates = zip(*self.value)
+        if flops is None:
+            return rates[-1]
+        at = np.log(max(flops, sizes[0]))  # np.interp clamps at both ends; the max keeps log away from 0
+        return float(np.exp(np.interp(at, np.log(sizes), np.log(rates))))
+
+
+@dataclass(frozen=True)
+class Device:
+    """One CPU or GPU: `name` as `resolve` takes it, `kind` 'cpu' or 'gpu', `origin` 'catalogue' or 'calibrated'."""
+    name: str
+    title: str
+    kind: str
+    origin: str
+    figures: Mapping[str, Figure]
+
+    def value(self, field: str, flops: float = None) -> float:
+        """A figure's value; a sized one at `flops` per call (see Figure.at)."""
+        figure = self.figures.get(field)
+        if figure is None:
+            raise HardwareError(f"field: '{_clip(field, 60)}' is not a {self.kind} figure; {self.kind} figures: "
+                                f"{', '.join(FIELDS[self.kind])}")
+        return figure.at(flops)
+
+    @property
+    def assumptions(self) -> list[str]:
+        """The fields whose figure was not measured on this device."""
+        return [field for field, figure in self.figures.items() if figure.assumption]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a prediction runs on: a host CPU, and the GPU it drives (None: the workload runs on the CPU)."""
+    host: Device
+    gpu: Device | None = None
+
+    def __post_init__(self):
+        if self.host.kind != "cpu":
+            raise HardwareError(f"host: '{self.host.name}' is a {self.host.kind}; a host is a CPU")
+        if self.gpu is not None and self.gpu.kind != "gpu":
+            raise HardwareError(f"gpu: '{self.gpu.name}' is a {self.gpu.kind}, not a GPU")
+
+    @property
+    def name(self) -> str:
+        return (self.gpu or self.host).name
+
+    @property
+    def title(self) -> str:
+        return f"{self.gpu.title} driven by {self.host.title}" if self.gpu else self.host.title
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    devices: dict[str, Device]  # by name
+    names: dict[str, str]       # every name, title and alias, as _spelling spells it -> name
+    writeups: dict[str, dict]   # by write-up source file
+    sources: dict[str, dict]
+
+
+# The catalogue file.
+
+def _schema(source_ids: list[str]) -> dict:
+    text = {"type": "string", "minLength": 1}
+    positive = {"type": "number", "exclusiveMinimum": 0}
+    sized = {"type": "object", "minProperties": 1, "propertyNames": {"pattern": SIZE_PATTERN},
+             "additionalProperties": positive}
+    figure = {"type": "object", "required": ["value", "assumption", "note"], "additionalProperties": False,
+              "properties": {"value": {"if": {"type": "object"}, "then": sized, "else": positive},
+                             "source": {"enum": source_ids}, "assumption": {"type": "boolean"}, "note": text},
+              "if": {"properties": {"assumption": {"const": False}}}, "then": {"required": ["source"]}}
+    per_kind = [{"if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
+                 "then": {"properties": {"figures": {"required": list(fields), "propertyNames": {"enum": list(fields)}}}}}
+                for kind, fields in FIELDS.items()]
+    entry = {"type": "object", "required": ["name", "title", "kind", "aliases", "figures"], "additionalProperties": False,
+             "properties": {"name": {"type": "string", "pattern": NAME_PATTERN}, "title": text, "kind": {"enum": list(KINDS)},
+                            "aliases": {"type": "array", "items": text}, "figures": {"type": "object",
+                                                                                     "additionalProperties": figure}},
+             "allOf": per_kind}
+    source = {"type": "object", "required": ["title"], "additionalProperties": False,
+              "properties": {"title": text, "url": {"type": "string", "pattern": "^https://"}, "where": text},
+              "anyOf": [{"required": ["url"]}, {"required": ["where"]}]}
+    writeup = {"type": "object", "required": ["gpu", "cpu", "assumed", "note"], "additionalProperties": False,
+               "properties": {"gpu": text, "cpu": text, "assumed": {"type": "boolean"}, "note": text}}
+    return {"type": "object", "required": ["schema", "sources", "hardware", "writeups"], "additionalProperties": False,
+            "properties": {"schema": {"const": SCHEMA_VERSION}, "about": {"type": "string"},
+                           "sources": {"type": "object", "additionalProperties": source},
+                           "hardware": {"type": "array", "minItems": 1, "items": entry},
+                           "writeups": {"type": "object", "additionalProperties": writeup}}}
+
+
+def validate(document: dict) -> None:
+    """Raise HardwareError naming the first field of a catalogue document that is missing, unknown or out of range:
+    every figure has a known source or is an assumption with a note, every entry has every figure of its kind, every
+    value is positive, names and aliases are unique, and every write-up names a GPU and a CPU of the catalogue."""
+    sources = document.get("sources") if isinstance(document, dict) else None
+    source_ids = sorted(sources) if isinstance(sources, dict) else []
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(_schema(source_ids)).iter_errors(document))
+    if error is not None:
+        raise HardwareError(f"{_where(document, error.absolute_path)}: {_clip(error.message, CLIP)}")
+    kinds = _check_names(document["hardware"])
+    for source, entry in document["writeups"].items():
+        for kind in KINDS:
+            if kinds.get(entry[kind]) != kind:
+                raise HardwareError(f"writeups[{source!r}].{kind}: '{_clip(entry[kind], 60)}' is no {kind} of the "
+                                    f"catalogue; its {kind}s: {', '.join(n for n, k in kinds.items() if k == kind)}")
+
+
+def _where(document: dict, path) -> str:
+    parts = list(path)
+    if len(parts) >= 2 and parts[0] == "hardware" and isinstance(parts[1], int):
+        entry = document["hardware"][parts[1]]
+        name = entry.get("name") if isinstance(entry, dict) else None
+        parts = [f"hardware[{name!r}]" if isinstance(name, str) else f"hardware[{parts[1]}]", *parts[2:]]
+    return ".".join(map(str, parts)) or "catalogue"
+
+
+def _check_names(entries: list[dict]) -> dict[str, str]:
+    """Every entry's name -> kind; refused when a name, title or alias is spelled like another entry's."""
+    seen = {}
+    for entry in entries:
+        for spelling in _spellings(entry):
+            if spelling == THIS or GPU_NAME.match(spelling):
+                raise HardwareError(f"hardware[{entry['name']!r}]: '{spelling}' is reserved for calibrated machines")
+            if spelling in seen:
+                raise HardwareError(f"hardware[{entry['name']!r}]: '{spelling}' is already a name of {seen[spelling]!r}")
+            seen[spelling] = entry["name"]
+    return {entry["name"]: entry["kind"] for entry in entries}
+
+
+def _spellings(entry: dict) -> set[str]:
+    return {_spelling(text) for text in [entry["name"], entry["title"], *entry["aliases"]]}
+
+
+def load(path: Path = CATALOGUE_PATH) -> Catalogue:
+    """Read and check a catalogue file."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise HardwareError(f"catalogue {path}: {e}") from None
+    validate(document)
+    sources = document["sources"]
+    entries = {entry["name"]: _catalogue_device(entry, sources) for entry in document["hardware"]}
+    names = {spelling: entry["name"] for entry in document["hardware"] for spelling in _spellings(entry)}
+    return Catalogue(entries, names, document["writeups"], sources)
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> Catalogue:
+    """The shipped catalogue, read once."""
+    return load()
+
+
+def _catalogue_device(entry: dict, sources: dict) -> Device:
+    figures = {field: Figure(_value(field, spec["value"]), spec.get("source"), spec["assumption"], spec["note"],
+                             _citation(sources, spec.get("source")))
+               for field, spec in entry["figures"].items()}
+    return Device(entry["name"], entry["title"], entry["kind"], "catalogue", figures)
+
+
+def _citation(sources: dict, source_id: str | None) -> str:
+    if source_id is None:
+        return "no source: an assumption"
+    source = sources[source_id]
+    return f"{source['title']} ({source.get('url') or source['where']})"
+
+
+def _value(field: str, value) -> float | tuple[tuple[float, float], ...]:
+    if not isinstance(value, dict):
+        return float(value)
+    points = sorted((float(size), float(rate)) for size, rate in value.items())
+    if len({size for size, _ in points}) < len(points):
+        raise HardwareError(f"{field}: two sizes name the same FLOPs per call")
+    return tuple(points)
+
+
+# Calibrated profiles.
+
+def from_profile(profile: dict, device: str) -> Device:
+    """A calibrated profile's section ('cpu' or 'cuda:N') as a Device: matmul sizes n as 2n^3 FLOPs per call, the
+    conv1d and conv2d probes' input shapes through their layers, merged into conv_flops; graph_replay_fixed taken as
+    launch_overhead where the profile lacks it (noted)."""
+    try:
+        profiles.validate(profile)
+    except profiles.ProfileError as e:
+        raise HardwareError(f"profile: {e}") from None
+    machine, gpus = profile["machine_id"], profile["gpus"]
+    if device != "cpu" and device not in gpus:
+        who = "this machine" if machine == devices.fingerprint()["machine_id"] else f"machine {machine}"
+        raise HardwareError(f"device: {who} has no calibrated '{_clip(device, 60)}'; it has: "
+                            f"{', '.join(['cpu', *gpus])}")
+    kind, section = ("cpu", profile["cpu"]) if device == "cpu" else ("gpu", gpus[device])
+    source = f"calibrated on {machine} {profile['taken'][:10]}"
+    figures = {field: _calibrated_figure(field, section, source) for field in FIELDS[kind]}
+    name, title = _calibrated_names(profile, device)
+    return Device(name, title, kind, "calibrated", figures)
+
+
+def _calibrated_names(profile: dict, device: str) -> tuple[str, str]:
+    machine = profile["machine_id"]
+    ours = machine == devices.fingerprint()["machine_id"]
+    if device == "cpu":
+        return (THIS, "this machine's CPU") if ours else (machine, f"{profile['fingerprint']['cpu_model']} ({machine})")
+    gpu = next((g["name"] for g in profile["fingerprint"]["gpus"] if g.get("device") == device), "GPU")
+    if ours:
+        return f"{THIS}:{device}", f"{gpu} (this machine's {device})"
+    return f"{machine}:{device}", f"{gpu} ({device} of {machine})"
+
+
+def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
+    describe = {f.name: f.description for f in profiles.FIELDS}
+    if field == "matmul_flops":
+        value = {2.0 * int(n) ** 3: rate for n, rate in section[field].items()}
+        return Figure(_value(field, value), source, False, describe[field] + ", as 2n^3 FLOPs per call", source)
+    if field == "conv_flops":
+        value = {}
+        for probe in CONV_PROBES:
+            for size, rate in section[probe].items():
+                flops = _conv_call_flops(probe, size)
+                value[flops] = max(rate, value.get(flops, rate))  # the faster where two probes share a size
+        note = f"{describe['conv1d_flops']} and {describe['conv2d_flops']}, merged by FLOPs per call"
+        return Figure(_value(field, value), source, False, note, source)
+    if field == "graph_replay_fixed" and field not in section:
+        return Figure(section["launch_overhead"], source, True,
+                      "not in the profile: one replay's fixed host cost taken as one kernel launch (launch_overhead)",
+                      source)
+    return Figure(float(section[field]), source, False, describe.get(field, field), source)
+
+
+@lru_cache(maxsize=64)
+def _conv_call_flops(probe: str, size: str) -> float:
+    """FLOPs of one call of the calibration's conv probe on an input shaped `size` ('8x16x256'), counted by
+    torch.utils.flop_counter on the meta device."""
+    layer_type, (channels, out_channels, kernel), padding = CONV_PROBES[probe]
+    dims = 3 if layer_type is torch.nn.Conv1d else 4
+    shape = tuple(int(d) for d in size.split("x")) if re.fullmatch(r"[0-9]+(x[0-9]+)+", size) else ()
+    if len(shape) != dims or shape[1] != channels or min(shape) < 1:
+        raise HardwareError(f"{probe}: size '{_clip(size, 40)}' is no {dims}-dimensional input with {channels} "
+                            f"channels (N x {channels} x ...)")
+    layer = layer_type(channels, out_channels, kernel, padding=padding, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        layer(torch.empty(shape, device="meta"))
+    return float(counter.get_total_flops())
+
+
+# Names.
+
+def _key(name) -> str:
+    return " ".join(str(name).lower().split())
+
+
+def _spelling(name) -> str:
+    """A catalogue name as looked up: case, spaces, hyphens and underscores do not count ('RTX 3080 Ti' is
+    'rtx-3080-ti')."""
+    return re.sub(r"[\s_-]+", " ", str(name).lower()).strip()
+
+
+def _clip(text, limit: int) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def device_named(name: str, what: str = "hardware") -> Device:
+    """The Device a name stands for (see the module's doc); `what` names the argument in errors."""
+    key = _key(name)
+    if key == THIS:
+        return _calibrated(None, "cpu", what)
+    gpu = GPU_NAME.match(key)
+    if gpu:
+        machine = gpu["machine"]
+        return _calibrated(None if machine == THIS else machine, gpu["device"], what)
+    book = catalogue()
+    if _spelling(key) in book.names:
+        return book.devices[book.names[_spelling(key)]]
+    profile = _profile(key) if re.fullmatch(profiles.MACHINE_ID_PATTERN, key) else None
+    if profile is not None:
+        return from_profile(profile, "cpu")
+    raise HardwareError(f"{what}: unknown hardware '{_clip(name, 60)}'; known: {_known_names()} "
+                        f"(or a catalogue alias)")
+
+
+def _calibrated(machine: str | None, device: str, what: str) -> Device:
+    if machine is not None and not re.fullmatch(profiles.MACHINE_ID_PATTERN, machine):
+        raise HardwareError(f"{what}: '{_clip(machine, 60)}' is no machine id; known: {_known_names()}")
+    profile = _profile(machine)
+    if profile is None:
+        raise HardwareError(f"{what}: {profiles.missing_message(None if machine is None else _clip(machine, 60))}")
+    return from_profile(profile, device)
+
+
+def _profile(machine: str | None) -> dict | None:
+    try:
+        return profiles.load(machine)
+    except OSError:  # a name no file can have (too long, say): no machine has it
+        return None
+
+
+def _known_names() -> str:
+    names = [row["name"] for row in listing()]
+    shown, length = [], 0
+    for name in names:
+        length += len(name) + 2
+        if length > CLIP:
+            break
+        shown.append(name)
+    rest = len(names) - len(shown)
+    return ", ".join(shown) + (f", … and {rest} more (python -m core predict --on list)" if rest else "")
+
+
+def resolve(name: str, host: str = THIS) -> Target:
+    """The Target a name stands for: a CPU alone, or a GPU driven by `host` (a CPU's name)."""
+    device = device_named(name)
+    if device.kind == "cpu":
+        return Target(device)
+    driver = device_named(host, what="host")
+    if driver.kind != "cpu":
+        cpus = ", ".join(d.name for d in catalogue().devices.values() if d.kind == "cpu")
+        raise HardwareError(f"host: '{_clip(host, 60)}' is a GPU; a host is a CPU: {THIS}, a calibrated machine's "
+                            f"id or {cpus}")
+    return Target(driver, device)
+
+
+def writeup_target(source: str) -> tuple[Target, str]:
+    """The hardware a write-up (its source file, as core/published.json names it) ran on, and a note saying what it
+    names and what is assumed."""
+    book = catalogue()
+    entry = book.writeups.get(source)
+    if entry is None:
+        raise HardwareError(f"source: no write-up '{_clip(source, 60)}'; known: {', '.join(book.writeups)}")
+    return Target(book.devices[entry["cpu"]], book.devices[entry["gpu"]]), entry["note"]
+
+
+# The list `--on list` shows.
+
+def _calibrated_devices() -> list[Device]:
+    """Every calibrated device, this machine's first; a profile that cannot be read as figures is skipped with a
+    warning naming it, as core.profiles skips a malformed file."""
+    ours = devices.fingerprint()["machine_id"]
+    found = profiles.all()
+    listed = []
+    for machine in sorted(found, key=lambda machine: machine != ours):
+        try:
+            listed += [from_profile(found[machine], device) for device in ["cpu", *found[machine]["gpus"]]]
+        except HardwareError as e:
+            warnings.warn(f"skipping the calibration profile of {machine}: {e}", stacklevel=3)
+    return listed
+
+
+def listing() -> list[dict]:
+    """One row per device a name can reach: this machine's and other calibrated machines' devices, then the
+    catalogue's; key figures in display units, and how many figures are assumptions."""
+    return [{"name": device.name, "title": device.title, "kind": device.kind, "origin": device.origin,
+             "key figures": _key_figures(device), "assumptions": len(device.assumptions)}
+            for device in [*_calibrated_devices(), *catalogue().devices.values()]]
+
+
+def _key_figures(device: Device) -> str:
+    shown = []
+    for label, field in KEY_FIGURES[device.kind]:
+        number, unit = profiles.human(device.value(field), UNITS[field])
+        shown.append(f"{label} {number} {unit}")
+    return ", ".join(shown)

@@ -1,0 +1,294 @@
+"""The cost model on hand-made censuses and round figures: every expected time is worked out by hand here
+(the arithmetic beside it), never by asking the model twice."""
+from dataclasses import dataclass, field
+
+import pytest
+
+from core.costmodel import PARTS, PredictionError, crossover, per_unit, predict
+
+US = 1e-6
+CPU_FIGURES = {
+    "op_overhead_autograd": 10 * US, "op_overhead_no_grad": 5 * US,
+    # a = 62 us per batch, c = 2 us per sample: L1 = a + c = 64 us, L64 = a / 64 + c = 0.96875 + 2 us
+    "loader_batch1_per_sample": 64 * US, "loader_batched_per_sample": 2.96875 * US,
+    "matmul_flops": 1e11, "conv_flops": 5e10, "elementwise_rate": 1e9, "memory_bandwidth": 1e10,
+}
+GPU_FIGURES = {
+    "matmul_flops": 1e13, "conv_flops": 5e12, "memory_bandwidth": 1e12, "launch_overhead": 9 * US,  # an eager op launching: 5 us dispatch (no grad) + 4 us launch
+    "shortest_kernel": 2 * US, "sync_round_trip": 20 * US,
+    "h2d_latency_pageable": 10 * US, "h2d_latency_pinned": 5 * US, "d2h_latency_pageable": 12 * US,
+    "d2h_latency_pinned": 6 * US, "h2d_bandwidth_pageable": 5e9, "h2d_bandwidth_pinned": 2e10,
+    "d2h_bandwidth_pageable": 4e9, "d2h_bandwidth_pinned": 1.6e10,
+    "graph_replay_fixed": 8 * US, "graph_replay_per_node": 1 * US,
+}
+
+
+@dataclass
+class Device:
+    """A device with fixed figures; a figure given as a function is sized (read at the FLOPs per call).
+    `asked` notes each sized read's (field, flops)."""
+    kind: str
+    title: str
+    figures: dict
+    asked: list = field(default_factory=list)
+
+    def value(self, name: str, flops: float | None = None) -> float:
+        figure = self.figures[name]
+        if callable(figure):
+            self.asked.append((name, flops))
+            return figure(flops)
+        return figure
+
+
+@dataclass
+class Target:
+    host: Device
+    gpu: Device | None
+    title: str
+
+
+def cpu(**figures) -> Target:
+    return Target(Device("cpu", "test CPU", CPU_FIGURES | figures), None, "test CPU")
+
+
+def gpu(host_figures=None, **figures) -> Target:
+    return Target(Device("cpu", "test CPU", CPU_FIGURES | (host_figures or {})),
+                  Device("gpu", "test GPU", GPU_FIGURES | figures),
+                  "test GPU driven by test CPU")
+
+
+def op(name="aten.add", **fields) -> dict:
+    """A kernel of the unit's device (the stand-in's meta), no grad, no work unless given."""
+    return {"op": name, "where": "meta", "kernel": True, "launches": True, "flops": 0, "formula": False,
+            "bytes": 0, "autograd": False, "phase": "step", "copy": None, "sync": False} | fields
+
+
+TINY_ADD = op(flops=1, bytes=12)  # 1 element written, three 4-byte tensors
+ITEM = op("aten._local_scalar_dense", kernel=False, launches=False, sync=True)
+BIG_MUL = op("aten.mul", flops=2.5e7, bytes=1e8)  # 25 M elements written; 100 MB moved
+
+
+def copy(direction="h2d", pinned=False, nbytes=4e6, sync=True) -> dict:
+    return op("aten._to_copy", kernel=False, sync=sync,
+              copy={"direction": direction, "pinned": pinned, "bytes": nbytes})
+
+
+def stretch(refs, times=1, sync=False, batches=0, samples=0, replays=0) -> dict:
+    return {"ops": [list(r) for r in refs], "times": times, "sync": sync, "loader_batches": batches,
+            "loader_samples": samples, "graph_replays": replays}
+
+
+def census(ops, stretches, device="meta") -> dict:
+    return {"ops": ops, "stretches": stretches, "device": device}
+
+
+def parts(**seconds) -> dict:
+    return dict.fromkeys(PARTS, 0.0) | seconds
+
+
+def assert_parts(prediction, expected: dict) -> None:
+    assert prediction.parts.keys() == expected.keys()
+    for part, seconds in expected.items():
+        assert prediction.parts[part] == pytest.approx(seconds, rel=1e-9, abs=1e-15), part
+    assert prediction.seconds == pytest.approx(sum(expected.values()), rel=1e-9)
+
+
+def test_a_launch_bound_toy_takes_its_host_side():
+    # 100 calls of a tiny add: host 100 x (5 us overhead + 4 us launch) = 900 us; device 100 x 2 us
+    # (shortest kernel; 12 B / 1e12 B/s is less) = 200 us: host-bound, 900 us.
+    found = predict(census([TINY_ADD], [stretch([(0, 100)])]), gpu())
+    assert_parts(found, parts(host=500 * US, launches=400 * US))
+    assert found.seconds == pytest.approx(900 * US) and found.target == "test GPU driven by test CPU"
+
+
+def test_a_compute_bound_matmul_takes_its_device_side():
+    # 2 x 4096^3 = 137,438,953,472 FLOPs / 1e13 FLOP/s = 13.7438953472 ms; bytes 3 x 4096^2 x 4 = 201,326,592
+    # / 1e12 = 0.2 ms; host 5 + 4 = 9 us: device-bound.
+    mm = op("aten.mm", formula=True, flops=2 * 4096**3, bytes=3 * 4096**2 * 4)
+    found = predict(census([mm], [stretch([(0, 1)])]), gpu())
+    assert_parts(found, parts(compute=13.7438953472e-3))
+
+
+def test_a_convolution_runs_at_the_convolution_rate_and_autograd_costs_more_overhead():
+    # 1e9 FLOPs / 5e12 = 200 us on the device; host 10 us (autograd) and no launch beyond it (an eager op
+    # that launches takes 9 us in all, less than this op's overhead).
+    conv = op("aten.convolution", formula=True, flops=1e9, autograd=True)
+    assert_parts(predict(census([conv], [stretch([(0, 1)])]), gpu()), parts(compute=200 * US))
+    # On the CPU: 10 us + 1e9 / 5e10 = 20 ms.
+    assert_parts(predict(census([conv], [stretch([(0, 1)])]), cpu()), parts(host=10 * US, compute=20e-3))
+
+
+def test_a_pageable_copy_is_serial_after_the_stretch():
+    # The copy alone: host 5 us overhead; then 10 us latency + 4e6 B / 5e9 B/s (800 us) = 810 us.
+    alone = predict(census([copy()], [stretch([(0, 1)], sync=True)]), gpu())
+    assert_parts(alone, parts(host=5 * US, copies=810 * US))
+    # After a 100 us kernel (1e8 B / 1e12): host 9 + 5 = 14 us < 100 us, so 100 us, then the copy: 910 us.
+    after = predict(census([BIG_MUL, copy()], [stretch([(0, 1), (1, 1)], sync=True)]), gpu())
+    assert_parts(after, parts(compute=100 * US, copies=810 * US))
+
+
+def test_a_pinned_non_blocking_copy_is_device_time():
+    # 5 us latency + 4e6 / 2e10 (200 us) = 205 us on the device, beside the 100 us kernel: device side
+    # 305 us, host side 9 + 5 = 14 us.
+    pinned = copy(pinned=True, sync=False)
+    found = predict(census([BIG_MUL, pinned], [stretch([(0, 1), (1, 1)])]), gpu())
+    assert_parts(found, parts(compute=100 * US, copies=205 * US))
+
+
+def test_a_d2h_copy_uses_its_own_figures():
+    # 12 us + 8e6 / 4e9 (2 ms) pageable; 6 us + 8e6 / 1.6e10 (500 us) pinned, waited for as well.
+    for pinned, seconds in ((False, 2012 * US), (True, 506 * US)):
+        found = predict(census([copy("d2h", pinned, 8e6)], [stretch([(0, 1)], sync=True)]), gpu())
+        assert_parts(found, parts(host=5 * US, copies=seconds))
+
+
+def test_a_copy_between_two_devices_costs_a_kernel_reading_and_writing_its_bytes():
+    # 2 x 1e8 B / 1e12 = 200 us on the device; host 5 us + 4 us launch.
+    found = predict(census([copy("d2d", nbytes=1e8, sync=False)], [stretch([(0, 1)])]), gpu())
+    assert_parts(found, parts(compute=200 * US))
+
+
+def test_a_sync_splits_a_stretch():
+    ops = [TINY_ADD, ITEM, BIG_MUL]
+    # Split: ten adds and an .item(): max(10 x 9 + 5 = 95 us, 10 x 2 = 20 us) + 20 us round trip = 115 us;
+    # then the mul: max(9 us, 100 us) = 100 us. 215 us in all.
+    split = predict(census(ops, [stretch([(0, 10), (1, 1)], sync=True), stretch([(2, 1)])]), gpu())
+    assert_parts(split, parts(host=55 * US, launches=40 * US, compute=100 * US, sync=20 * US))
+    # No sync: one stretch, max(10 x 9 + 9 = 99 us, 20 + 100 = 120 us) = 120 us.
+    whole = predict(census(ops, [stretch([(0, 10), (2, 1)])]), gpu())
+    assert_parts(whole, parts(compute=120 * US))
+
+
+def test_a_kernel_that_syncs_costs_a_round_trip_too():
+    # nonzero: host 5 + 4 us = 9 us, device 2 us: 9 us, then 20 us round trip.
+    nonzero = op("aten.nonzero", flops=1, sync=True)
+    assert_parts(predict(census([nonzero], [stretch([(0, 1)], sync=True)]), gpu()),
+                 parts(host=5 * US, launches=4 * US, sync=20 * US))
+
+
+def test_a_graph_replay_costs_a_fixed_host_part_and_each_node_on_the_device():
+    node = TINY_ADD | {"phase": "graph"}
+    # 50 nodes: host 8 us (the replay; no overhead nor launch per node); device 50 x (2 + 1) = 150 us.
+    many = predict(census([node], [stretch([(0, 50)], replays=1)]), gpu())
+    assert_parts(many, parts(compute=150 * US))
+    # 1 node: device 3 us < the 8 us replay.
+    one = predict(census([node], [stretch([(0, 1)], replays=1)]), gpu())
+    assert_parts(one, parts(launches=8 * US))
+
+
+@pytest.mark.parametrize("target", [gpu(), cpu()], ids=["gpu", "cpu"])
+def test_loading_costs_the_two_loader_figures_and_not_its_operations(target):
+    # a = 62 us, c = 2 us: 2 batches of 64 samples = 2 x 62 + 128 x 2 = 380 us. The collate's stack (on the
+    # host, phase loading) is in the figures already.
+    stack = op("aten.stack", where="cpu", kernel=False, flops=1e6, bytes=8e6, phase="loading")
+    found = predict(census([stack], [stretch([(0, 2)], batches=2, samples=128)]), target)
+    assert_parts(found, parts(loading=380 * US))
+
+
+@pytest.mark.parametrize("batch1, batched, seconds", [
+    (1 * US, 2 * US, 127 / 63 * US),  # c = (64 x 2 - 1) / 63 = 127/63 us; a = 1 - 127/63 < 0, so 0
+    (64 * US, 0.5 * US, 64 * US),  # c = (32 - 64) / 63 < 0, so 0; a = 64 us
+])
+def test_the_loader_costs_are_never_negative(batch1, batched, seconds):
+    target = gpu({"loader_batch1_per_sample": batch1, "loader_batched_per_sample": batched})
+    found = predict(census([], [stretch([], batches=1, samples=1)]), target)
+    assert_parts(found, parts(loading=seconds))
+
+
+def test_a_cpu_target_adds_everything_up():
+    ops = [TINY_ADD, ITEM, BIG_MUL, copy()]
+    shape = census(ops, [stretch([(0, 10), (1, 1)], sync=True), stretch([(2, 1), (3, 1)], sync=True)])
+    found = predict(shape, cpu())
+    # Overheads: 12 ops x 5 us = 60 us (the copy makes none on a CPU). Compute: 10 adds x max(1 / 1e9,
+    # 12 / 1e10) = 10 x 1.2 ns = 12 ns; the mul max(2.5e7 / 1e9 = 25 ms, 1e8 / 1e10 = 10 ms) = 25 ms.
+    assert_parts(found, parts(host=60 * US, compute=25e-3 + 12e-9))
+    assert found.target == "test CPU"
+    assert found.notes == ("the census's host-device copies cost nothing on a CPU, which makes none",)
+
+
+def test_a_gpu_units_host_side_work_costs_host_compute_and_shape_inference_none():
+    # On the host: 5 us + 1e9 / 1e11 = 10 ms. Shape inference (meta, not the unit's device): 5 us only.
+    host_mm = op("aten.mm", where="cpu", kernel=False, formula=True, flops=1e9)
+    inferred = op("aten.mul", where="meta", kernel=False, flops=1e6, bytes=1e7)
+    found = predict(census([host_mm, inferred], [stretch([(0, 1), (1, 1)])], device="cuda:0"), gpu())
+    assert_parts(found, parts(host=10e-3 + 10 * US))
+    # On a CPU likewise: the host's mm 5 us + 10 ms (compute), the shape inference 5 us.
+    found = predict(census([host_mm, inferred], [stretch([(0, 1), (1, 1)])], device="cpu"), cpu())
+    assert_parts(found, parts(host=10 * US, compute=10e-3))
+
+
+def test_sized_figures_are_read_at_the_operations_flops_per_call():
+    # 1e12 FLOP/s below 1e9 FLOPs per call, 1e13 from there: 1e8 / 1e12 = 100 us and 1e10 / 1e13 = 1 ms.
+    target = gpu(matmul_flops=lambda flops: 1e12 if flops < 1e9 else 1e13)
+    small, large = (op("aten.mm", formula=True, flops=f) for f in (1e8, 1e10))
+    found = predict(census([small, large], [stretch([(0, 1), (1, 1)])]), target)
+    assert_parts(found, parts(compute=1100 * US))
+    assert sorted(target.gpu.asked) == [("matmul_flops", 1e8), ("matmul_flops", 1e10)]
+
+
+def test_merged_stretches_count_their_times():
+    # One occurrence: an add and an .item(): max(9 + 5 = 14 us, 2 us) + 20 us = 34 us; 2,000 times = 68 ms.
+    ops = [TINY_ADD, ITEM]
+    merged = predict(census(ops, [stretch([(0, 1), (1, 1)], times=2000, sync=True)]), gpu())
+    assert_parts(merged, parts(host=2000 * 10 * US, launches=2000 * 4 * US, sync=2000 * 20 * US))
+    # Three adds per occurrence, 0.5 occurrences per sample: 0.5 x 3 x 9 us = 13.5 us.
+    half = predict(census([TINY_ADD], [stretch([(0, 3)], times=0.5)]), gpu())
+    assert half.seconds == pytest.approx(13.5 * US)
+
+
+def test_the_parts_sum_to_the_seconds_and_the_dict_holds_them():
+    ops = [TINY_ADD, ITEM, BIG_MUL, copy(), copy(pinned=True, sync=False), TINY_ADD | {"phase": "graph"}]
+    shape = census(ops, [stretch([(0, 30), (1, 1)], sync=True, batches=1, samples=64),
+                         stretch([(2, 2), (4, 1), (3, 1)], times=3, sync=True), stretch([(5, 7)], replays=1)])
+    for target in (gpu(), cpu()):
+        found = predict(shape, target)
+        assert tuple(found.parts) == PARTS and found.seconds > 0
+        assert sum(found.parts.values()) == pytest.approx(found.seconds, rel=1e-12)
+        assert found.to_dict() == {"seconds": found.seconds, "parts": found.parts, "target": target.title,
+                                   "notes": list(found.notes)}
+
+
+def test_per_unit_divides_seconds_and_parts():
+    found = per_unit(predict(census([TINY_ADD], [stretch([(0, 100)])]), gpu()), 4)
+    # 900 us per sample of 4 units: 225 us; host 500 / 4 = 125 us, launches 400 / 4 = 100 us.
+    assert_parts(found, parts(host=125 * US, launches=100 * US))
+    for bad in (0, -1, True, "4", float("nan")):
+        with pytest.raises(PredictionError, match="per_call"):
+            per_unit(found, bad)
+
+
+def test_a_gpu_prediction_from_a_cpu_census_says_what_it_lacks():
+    found = predict(census([TINY_ADD], [stretch([(0, 1)])], device="cpu"), gpu())
+    assert found.notes and "taken on the CPU" in found.notes[0]
+    assert predict(census([TINY_ADD], [stretch([(0, 1)])]), gpu()).notes == ()
+
+
+def test_crossover_is_the_smallest_value_where_the_gpu_is_faster():
+    points = [(64, 1.0, 0.5), (1, 1.0, 2.0), (16, 1.0, 0.9), (4, 1.0, 1.0), (256, 1.0, 0.1)]
+    assert crossover(points) == 16  # at 4 they tie: not below
+    assert crossover([(1, 1.0, 2.0), (2, 1.0, 1.5)]) is None
+    assert crossover([]) is None
+    for bad in ([(1, 1.0)], [(1, "1", 2.0)], [(1, 1.0, float("inf"))], [None]):
+        with pytest.raises(PredictionError, match=r"predicted\[0\]"):
+            crossover(bad)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"skipped": "needs a CUDA GPU"}, r"census: the point was skipped \('needs a CUDA GPU'\)"),
+    ({"error": "RuntimeError: boom"}, "census: the census failed"),
+    ({"operations": 3, "kernels": 2}, "holds no 'ops' and 'stretches'.*take it again with this version"),
+    ([], "census: a list, not a census"),
+    (census({}, []), r"census.ops: \{\} is not a list"),
+    (census([op(phase="warmup")], []), r"census.ops\[0\].phase: 'warmup'; expected one of step, loading, graph"),
+    (census([op(flops=-1)], []), r"census.ops\[0\].flops: -1; expected a number >= 0"),
+    (census([{"op": "aten.add"}], []), r"census.ops\[0\].where: missing"),
+    (census([copy("up")], []), r"census.ops\[0\].copy.direction: 'up'; expected one of h2d, d2h, d2d"),
+    (census([TINY_ADD], [stretch([(1, 1)])]), r"census.stretches\[0\].ops\[0\]: \[1, 1\] is not .* below 1"),
+    (census([TINY_ADD], [stretch([(0, 1)], times=float("nan"))]), r"census.stretches\[0\].times: nan"),
+    (census([TINY_ADD], [stretch([(0, 1)]) | {"graph_replays": None}]), r"census.stretches\[0\].graph_replays"),
+])
+def test_a_census_the_model_cannot_read_is_refused_naming_why(bad, message):
+    with pytest.raises(PredictionError, match=message):
+        predict(bad, gpu())
+    assert issubclass(PredictionError, ValueError)
+

@@ -1,0 +1,311 @@
+import copy
+import json
+
+import pytest
+
+from core import devices, hardware, profiles, published
+
+GPUS = ("k80", "t4", "v100", "rtx-3080-ti", "a100-40gb-pcie", "a100-80gb-sxm", "l4", "rtx-4090", "h100-pcie", "h100-sxm")
+CPUS = ("i9-12900kf", "macbook-2018", "typical-cpu")
+
+
+def shipped() -> dict:
+    return json.loads(hardware.CATALOGUE_PATH.read_text(encoding="utf-8"))
+
+
+def entry(document: dict, name: str) -> dict:
+    return next(e for e in document["hardware"] if e["name"] == name)
+
+
+def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
+    """A valid profile by hand, with round numbers to follow through the conversion."""
+    cpu = {"op_overhead_autograd": 4e-6, "op_overhead_no_grad": 3e-6, "loader_batch1_per_sample": 30e-6,
+           "loader_batched_per_sample": 5e-6, "matmul_flops": {"64": 4e10, "256": 1.5e11},
+           "conv1d_flops": {"8x16x256": 3e10}, "conv2d_flops": {"8x16x16x16": 5e10},
+           "elementwise_rate": 2e9, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10}
+    gpu = {"matmul_flops": {"64": 1e11, "1024": 1e13}, "conv1d_flops": {"8x16x256": 1e12},
+           "conv2d_flops": {"8x16x16x16": 2e12}, "elementwise_rate": 1e11, "elementwise_flops": 1e11,
+           "memory_bandwidth": 1e12, "launch_overhead": 6e-6, "shortest_kernel": 2e-6, "sync_round_trip": 1e-5,
+           "h2d_latency_pageable": 1e-5, "h2d_latency_pinned": 9e-6, "d2h_latency_pageable": 1.1e-5,
+           "d2h_latency_pinned": 1e-5, "h2d_bandwidth_pageable": 6e9, "h2d_bandwidth_pinned": 1.2e10,
+           "d2h_bandwidth_pageable": 5e9, "d2h_bandwidth_pinned": 1.3e10, "graph_replay_per_node": 6e-7}
+    fingerprint = {"machine_id": machine_id, "cpu_model": "Made CPU 9000",
+                   "gpus": [{"device": device, "name": f"Made GPU {device[-1]}"} for device in gpus]}
+    return {"schema": 1, "machine_id": machine_id, "fingerprint": fingerprint, "code_version": {"package": "test"},
+            "taken": "2026-01-02T03:04:05+00:00", "seconds": 1.0, "quick": True, "load_per_core": 0.1,
+            "cpu": cpu, "gpus": {device: dict(gpu) for device in gpus}}
+
+
+@pytest.fixture
+def this_profile(results_dir) -> dict:
+    profile = made_profile(devices.fingerprint()["machine_id"], gpus=("cuda:0",))
+    profiles.save(profile)
+    return profile
+
+
+# The catalogue.
+
+def test_the_shipped_catalogue_validates_and_every_entry_has_every_figure_of_its_kind():
+    book = hardware.load()
+    assert set(GPUS + CPUS) == set(book.devices)
+    for device in book.devices.values():
+        assert set(device.figures) == set(hardware.FIELDS[device.kind]), device.name
+        for figure in device.figures.values():
+            points = figure.value if figure.sized else ((1.0, figure.value),)
+            assert all(size > 0 and rate > 0 for size, rate in points), device.name
+
+
+def test_every_figure_names_a_known_source_or_is_an_assumption_with_a_note():
+    document = shipped()
+    for e in document["hardware"]:
+        for field, figure in e["figures"].items():
+            assert figure.get("source") in document["sources"] or figure["assumption"], (e["name"], field)
+            assert figure["note"].strip(), (e["name"], field)
+
+
+def test_catalogue_devices_cite_their_sources_in_words():
+    t4 = hardware.load().devices["t4"]
+    bandwidth = t4.figures["memory_bandwidth"]
+    assert not bandwidth.assumption and "chsasank/device-benchmarks" in bandwidth.citation
+    assert "github.com" in bandwidth.citation
+    assert "launch_overhead" in t4.assumptions and "memory_bandwidth" not in t4.assumptions
+
+
+def test_every_published_writeup_has_its_hardware_and_only_unnamed_hardware_is_assumed():
+    stated = {}
+    for figure in json.loads(published.PUBLISHED_FILE.read_text(encoding="utf-8"))["figures"]:
+        stated.setdefault(figure["source"], set()).add("not stated" not in figure["hardware"])
+    assert set(stated) == set(shipped()["writeups"])
+    for source, named in stated.items():
+        target, note = hardware.writeup_target(source)
+        assert target.host.kind == "cpu" and target.gpu.kind == "gpu" and note
+        assert shipped()["writeups"][source]["assumed"] == (not any(named)), source
+    assert hardware.writeup_target("003_f091c9a0e5f7d524.txt")[0].title == "RTX 3080 Ti driven by Intel Core i9-12900KF"
+    assert hardware.writeup_target("002_3344ff0316a6b6cf.txt")[0].gpu.name == "k80"
+
+
+def test_an_unknown_writeup_is_refused_naming_the_known_ones():
+    with pytest.raises(hardware.HardwareError, match="source: no write-up 'nope.txt'; known: 000_"):
+        hardware.writeup_target("nope.txt")
+
+
+def _without_source(document):
+    figure = entry(document, "t4")["figures"]["memory_bandwidth"]
+    del figure["source"]
+
+
+def _negative(document):
+    entry(document, "t4")["figures"]["launch_overhead"]["value"] = -1e-6
+
+
+def _negative_size(document):
+    entry(document, "t4")["figures"]["matmul_flops"]["value"]["524288"] = -5.0
+
+
+def _missing_field(document):
+    del entry(document, "t4")["figures"]["conv_flops"]
+
+
+def _unknown_source(document):
+    entry(document, "t4")["figures"]["memory_bandwidth"]["source"] = "hearsay"
+
+
+def _assumption_without_note(document):
+    entry(document, "i9-12900kf")["figures"]["memory_bandwidth"]["note"] = ""
+
+
+def _stray_field(document):
+    entry(document, "i9-12900kf")["figures"]["launch_overhead"] = {"value": 1e-6, "assumption": True, "note": "x"}
+
+
+def _duplicate_alias(document):
+    entry(document, "l4")["aliases"].append("Tesla T4")
+
+
+def _cpu_as_a_writeup_gpu(document):
+    document["writeups"]["003_f091c9a0e5f7d524.txt"]["gpu"] = "typical-cpu"
+
+
+@pytest.mark.parametrize("breaking, message", [
+    (_without_source, "hardware['t4'].figures.memory_bandwidth: 'source' is a required property"),
+    (_negative, "hardware['t4'].figures.launch_overhead.value: -1e-06 is less than or equal to the minimum of 0"),
+    (_negative_size, "hardware['t4'].figures.matmul_flops.value.524288: -5.0 is less than or equal"),
+    (_missing_field, "hardware['t4'].figures: 'conv_flops' is a required property"),
+    (_unknown_source, "hardware['t4'].figures.memory_bandwidth.source: 'hearsay' is not one of"),
+    (_assumption_without_note, "hardware['i9-12900kf'].figures.memory_bandwidth.note: '' should be non-empty"),
+    (_stray_field, "hardware['i9-12900kf'].figures: 'launch_overhead' is not one of"),
+    (_duplicate_alias, "hardware['l4']: 'tesla t4' is already a name of 't4'"),
+    (_cpu_as_a_writeup_gpu, "writeups['003_f091c9a0e5f7d524.txt'].gpu: 'typical-cpu' is no gpu of the catalogue"),
+])
+def test_a_broken_catalogue_is_refused_naming_the_field(breaking, message):
+    document = copy.deepcopy(shipped())
+    breaking(document)
+    with pytest.raises(hardware.HardwareError) as refused:
+        hardware.validate(document)
+    assert str(refused.value).startswith(message)
+
+
+def test_a_catalogue_file_that_is_not_json_is_refused_naming_it(tmp_path):
+    broken = tmp_path / "hardware.json"
+    broken.write_text("{not json")
+    with pytest.raises(hardware.HardwareError, match=f"catalogue {broken}"):
+        hardware.load(broken)
+
+
+# Sized figures.
+
+def test_a_sized_value_is_exact_at_its_points_log_log_between_them_and_clamped_at_its_ends():
+    figure = hardware.Figure(((1e3, 1e9), (1e6, 1e12), (1e9, 2e12)), "s", False, "n")
+    assert figure.at(1e3) == pytest.approx(1e9) and figure.at(1e6) == pytest.approx(1e12)
+    assert figure.at(10 ** 4.5) == pytest.approx(10 ** 10.5)  # halfway in log FLOPs: halfway in log rate
+    assert figure.at(1.0) == pytest.approx(1e9) and figure.at(0.0) == pytest.approx(1e9)
+    assert figure.at(1e15) == pytest.approx(2e12)
+    assert figure.at() == 2e12  # no size given: the largest size's
+    assert hardware.Figure(5e-6, "s", False, "n").at(1e9) == 5e-6
+
+
+def test_a_device_gives_its_figures_and_refuses_a_field_of_another_kind():
+    h100 = hardware.load().devices["h100-sxm"]
+    assert h100.value("matmul_flops", flops=2 * 4096 ** 3) == pytest.approx(51.88e12, rel=0.01)
+    assert h100.value("matmul_flops", flops=2 * 64 ** 3) < h100.value("matmul_flops", flops=2 * 1024 ** 3)
+    with pytest.raises(hardware.HardwareError, match="field: 'op_overhead_autograd' is not a gpu figure; gpu figures: "
+                                                     "matmul_flops, conv_flops"):
+        h100.value("op_overhead_autograd")
+
+
+# Calibrated profiles.
+
+def test_a_calibrated_cpu_converts_sizes_to_flops_per_call_and_merges_the_convolutions(this_profile):
+    cpu = hardware.from_profile(this_profile, "cpu")
+    assert (cpu.name, cpu.title, cpu.kind, cpu.origin) == ("this", "this machine's CPU", "cpu", "calibrated")
+    assert set(cpu.figures) == set(hardware.FIELDS["cpu"]) and cpu.assumptions == []
+    assert cpu.figures["matmul_flops"].value == ((2 * 64 ** 3, 4e10), (2 * 256 ** 3, 1.5e11))
+    conv1d = 2 * 8 * 32 * 256 * 16 * 5  # batch x out channels x output length x in channels x kernel, two FLOPs each
+    conv2d = 2 * 8 * 32 * 16 * 16 * 16 * 3 * 3
+    assert cpu.figures["conv_flops"].value == ((conv1d, 3e10), (conv2d, 5e10))
+    machine = this_profile["machine_id"]
+    assert cpu.figures["op_overhead_autograd"].source == f"calibrated on {machine} 2026-01-02"
+    assert cpu.value("memory_bandwidth") == 1.6e10
+
+
+def test_a_calibrated_gpu_takes_its_graph_replay_fixed_cost_from_its_launch_when_it_lacks_one(this_profile):
+    gpu = hardware.from_profile(this_profile, "cuda:0")
+    assert (gpu.name, gpu.title, gpu.kind) == ("this:cuda:0", "Made GPU 0 (this machine's cuda:0)", "gpu")
+    assert set(gpu.figures) == set(hardware.FIELDS["gpu"])
+    replay = gpu.figures["graph_replay_fixed"]
+    assert replay.value == 6e-6 and replay.assumption and "launch_overhead" in replay.note
+    assert gpu.assumptions == ["graph_replay_fixed"]
+
+
+def test_another_machines_profile_is_named_by_its_id(results_dir):
+    other = hardware.from_profile(made_profile("elsewhere-1", gpus=("cuda:1",)), "cuda:1")
+    assert (other.name, other.title) == ("elsewhere-1:cuda:1", "Made GPU 1 (cuda:1 of elsewhere-1)")
+    cpu = hardware.from_profile(made_profile("elsewhere-1"), "cpu")
+    assert (cpu.name, cpu.title) == ("elsewhere-1", "Made CPU 9000 (elsewhere-1)")
+
+
+def test_a_profile_without_the_device_or_out_of_range_is_refused(results_dir):
+    with pytest.raises(hardware.HardwareError, match="device: machine elsewhere-1 has no calibrated 'cuda:3'; "
+                                                     "it has: cpu, cuda:0"):
+        hardware.from_profile(made_profile("elsewhere-1", gpus=("cuda:0",)), "cuda:3")
+    broken = made_profile("elsewhere-1")
+    broken["cpu"]["memory_bandwidth"] = -1.0
+    with pytest.raises(hardware.HardwareError, match="profile: cpu/memory_bandwidth"):
+        hardware.from_profile(broken, "cpu")
+    odd = made_profile("elsewhere-1")
+    odd["cpu"]["conv1d_flops"] = {"8x3x256": 1e9}
+    with pytest.raises(hardware.HardwareError, match="conv1d_flops: size '8x3x256' is no 3-dimensional input with 16"):
+        hardware.from_profile(odd, "cpu")
+
+
+# Names.
+
+def test_this_machine_without_a_profile_is_told_to_calibrate(results_dir):
+    for name in ("this", "this:cuda:0"):
+        with pytest.raises(hardware.HardwareError, match="no calibrated profile for this machine: run `python -m core "
+                                                         "calibrate`"):
+            hardware.resolve(name)
+    with pytest.raises(hardware.HardwareError, match="host: no calibrated profile for this machine"):
+        hardware.resolve("t4")
+
+
+def test_each_name_form_resolves(this_profile):
+    machine = this_profile["machine_id"]
+    assert hardware.resolve("this") == hardware.resolve(" THIS ") == hardware.resolve(machine)
+    assert hardware.resolve("this").gpu is None
+    own = hardware.resolve("This:CUDA:0")
+    assert own.gpu.name == "this:cuda:0" and own.host.name == "this"
+    assert hardware.resolve(f"{machine}:cuda:0") == own
+    for spelling in ("rtx-3080-ti", "RTX 3080 Ti", "NVIDIA GeForce RTX 3080 Ti", "rtx_3080_ti"):
+        assert hardware.resolve(spelling).gpu.name == "rtx-3080-ti", spelling
+    assert hardware.resolve("Tesla T4").gpu.name == "t4"
+    typical = hardware.resolve("typical-cpu")
+    assert typical.gpu is None and typical.host.name == "typical-cpu" and typical.name == "typical-cpu"
+    profiles.save(made_profile("elsewhere-1", gpus=("cuda:1",)))
+    assert hardware.resolve("elsewhere-1").host.title == "Made CPU 9000 (elsewhere-1)"
+    driven = hardware.resolve("elsewhere-1:cuda:1", host="elsewhere-1")
+    assert driven.title == "Made GPU 1 (cuda:1 of elsewhere-1) driven by Made CPU 9000 (elsewhere-1)"
+
+
+def test_titles_say_what_drives_what(this_profile):
+    assert hardware.resolve("rtx-3080-ti").title == "RTX 3080 Ti driven by this machine's CPU"
+    assert hardware.resolve("this").title == "this machine's CPU"
+    assert hardware.resolve("h100-sxm", host="i9-12900kf").title == "H100 SXM driven by Intel Core i9-12900KF"
+    target = hardware.resolve("h100-sxm", host="i9-12900kf")
+    assert target.name == "h100-sxm"
+
+
+def test_bad_names_are_refused_naming_what_is_known(this_profile):
+    with pytest.raises(hardware.HardwareError, match="hardware: unknown hardware 'nope'; known: this, this:cuda:0, "
+                                                     r".*k80, t4"):
+        hardware.resolve("nope")
+    with pytest.raises(hardware.HardwareError, match="host: 'v100' is a GPU; a host is a CPU: this, .*typical-cpu"):
+        hardware.resolve("t4", host="v100")
+    with pytest.raises(hardware.HardwareError, match="host: unknown hardware"):
+        hardware.resolve("t4", host="nope")
+    with pytest.raises(hardware.HardwareError, match="no calibrated profile for machine far-away-2: run"):
+        hardware.resolve("far-away-2:cuda:0")
+    with pytest.raises(hardware.HardwareError, match="device: this machine has no calibrated 'cuda:7'; it has: "
+                                                     "cpu, cuda:0"):
+        hardware.resolve("this:cuda:7")
+    with pytest.raises(hardware.HardwareError, match="'../../etc:' is no machine id"):
+        hardware.resolve("../../etc::cuda:0")
+    for long in ("x" * 500, "x" * 500 + ":cuda:0"):
+        with pytest.raises(hardware.HardwareError) as refused:
+            hardware.resolve(long)
+        assert len(str(refused.value)) < 700
+
+
+def test_a_target_is_a_cpu_driving_a_gpu():
+    book = hardware.load()
+    with pytest.raises(hardware.HardwareError, match="host: 't4' is a gpu; a host is a CPU"):
+        hardware.Target(book.devices["t4"], book.devices["v100"])
+    with pytest.raises(hardware.HardwareError, match="gpu: 'typical-cpu' is a cpu, not a GPU"):
+        hardware.Target(book.devices["i9-12900kf"], book.devices["typical-cpu"])
+
+
+# The listing.
+
+def test_the_listing_shows_calibrated_devices_first_then_the_catalogue(this_profile):
+    profiles.save(made_profile("elsewhere-1"))
+    rows = hardware.listing()
+    names = [row["name"] for row in rows]
+    assert names[:3] == ["this", "this:cuda:0", "elsewhere-1"] and names[3:] == list(hardware.load().devices)
+    for row in rows:
+        assert set(row) == {"name", "title", "kind", "origin", "key figures", "assumptions"}
+        assert hardware.resolve(row["name"]).name == row["name"]
+    by_name = {row["name"]: row for row in rows}
+    assert by_name["this"]["key figures"] == "op 3.00 µs/op, matmul 150 GFLOP/s, memory 16.0 GB/s"
+    assert by_name["this:cuda:0"]["assumptions"] == 1 and by_name["this"]["origin"] == "calibrated"
+    k80 = by_name["k80"]
+    assert k80["origin"] == "catalogue" and k80["assumptions"] == len(hardware.load().devices["k80"].assumptions)
+    assert k80["key figures"].startswith("matmul 2,500 GFLOP/s, memory 160 GB/s, launch 7.00 µs/op")
+
+
+def test_the_listing_skips_a_profile_it_cannot_read_with_a_warning(results_dir):
+    odd = made_profile("elsewhere-1")
+    odd["cpu"]["conv2d_flops"] = {"8x16x16": 1e9}
+    profiles.save(odd)
+    with pytest.warns(UserWarning, match="skipping the calibration profile of elsewhere-1: conv2d_flops"):
+        rows = hardware.listing()
+    assert "elsewhere-1" not in [row["name"] for row in rows]
