@@ -94,6 +94,7 @@ class Verdict:
     outcome: str
     evidence: str
     basis: str = ""      # what it rests on: "measured", "estimated", or "" when nothing was found
+    prediction: str = ""  # where no GPU measured: the claim checked on predicted GPU rows, said as such
 
 
 @dataclass(frozen=True)
@@ -121,9 +122,14 @@ class Claim:
     check: Callable[[pd.DataFrame, pd.DataFrame], Finding]
     criterion: str = ""
     figures: tuple[str, ...] = ()
+    predictable: bool = True  # a claim on time alone, which predicted GPU rows can answer (not losses, surfaces)
 
 
-def evaluate(claim: Claim, rows: pd.DataFrame, published: pd.DataFrame) -> Verdict:
+def evaluate(claim: Claim, rows: pd.DataFrame, published: pd.DataFrame, predicted: pd.DataFrame = None,
+             accuracy: str = "") -> Verdict:
+    """The claim checked on the measured rows. Where that needs a GPU and `predicted` holds predicted GPU
+    rows (core.predictions), the same check on the measured rows with them gives the verdict's
+    `prediction`, with `accuracy` (the model's own, where it was checked) quoted."""
     figures = referenced(claim, published)
     stated = published_text(figures)
     if ok(rows).empty:
@@ -131,13 +137,30 @@ def evaluate(claim: Claim, rows: pd.DataFrame, published: pd.DataFrame) -> Verdi
     try:
         found = claim.check(rows, figures)
     except NoFinding as missing:
-        return Verdict(claim.text, missing.outcome, _join(str(missing), stated))
+        guess = _predicted_answer(claim, rows, predicted, figures, accuracy) if missing.outcome == NEEDS_GPU else ""
+        return Verdict(claim.text, missing.outcome, _join(str(missing), stated), prediction=guess)
     if found.estimated:
         leaning = REPRODUCED if found.holds else NOT_REPRODUCED
         evidence = f"Rests on an estimate, not a measurement: if it holds, the claim is {leaning}. {found.evidence}"
         return Verdict(claim.text, ESTIMATED, _join(evidence, claim.criterion, stated), "estimated")
     outcome = REPRODUCED if found.holds else NOT_REPRODUCED
     return Verdict(claim.text, outcome, _join(found.evidence, claim.criterion, stated), "measured")
+
+
+def _predicted_answer(claim: Claim, rows: pd.DataFrame, predicted: pd.DataFrame | None, figures: pd.DataFrame,
+                      accuracy: str) -> str:
+    """'Predicted on <GPU> (not measured): the claim would be ...' or '' when the predicted rows cannot
+    answer the claim (it needs a figure a prediction has not: a loss, a warm-up time)."""
+    if predicted is None or predicted.empty or not claim.predictable:
+        return ""
+    try:
+        found = claim.check(pd.concat([rows, predicted], ignore_index=True), figures)
+    except (NoFinding, KeyError, ValueError, TypeError, IndexError):
+        return ""
+    leaning = REPRODUCED if found.holds else NOT_REPRODUCED
+    where = " / ".join(dict.fromkeys(predicted["hardware"].dropna()))
+    return _join(f"Predicted on {where} (a model, not a measurement): the claim would be {leaning}.",
+                 found.evidence, f"The model on this machine: {accuracy}." if accuracy else "")
 
 
 def referenced(claim: Claim, published: pd.DataFrame) -> pd.DataFrame:

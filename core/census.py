@@ -6,8 +6,9 @@ launch and every data-dependent read as the synchronisation it would force.
 The rules, per operation (an `OpKind` holds what its schema and tags say):
 - kernel: an operation launches one unless it only makes a view or an alias (`is_view`, the
   `inplace_view` tag), allocates without writing (`empty*`), reads a scalar to the host
-  (`_local_scalar_dense`, a copy rather than a kernel), returns no tensor (metadata), or copies between
-  devices (a copy, counted apart). A `_foreach_` operation counts as one kernel.
+  (`_local_scalar_dense`, a copy rather than a kernel), returns no tensor and writes none (metadata), or
+  copies between devices (a copy, counted apart). A `_foreach_` operation (`_foreach_add_`, and
+  `_fused_adam_`, which write their tensor lists and return nothing) counts as one kernel.
 - where: an operation counts as a kernel or a sync only when its tensors live on the unit's device. A GPU
   unit's operations on CPU tensors are host work; meta tensors inside a CPU or GPU unit are shape
   inference (forward-mode AD's reference decompositions run on them); both still count as operations.
@@ -28,8 +29,19 @@ The meta device stands in for an accelerator: with a unit's tensors on `meta` no
 the operations that need data are answered as if every meta tensor held zeros (`.item()` is 0, a copy
 to the CPU is zeros, `nonzero` finds nothing), so the unit runs on and its syncs and copies are counted.
 
-Counts are aggregated as they come, per (operation, where, input shapes, dtypes, event); `Census` is
-also the `timing.Listener` that decides which operations belong to a sample."""
+Counts are aggregated as they come, per (operation, where, input shapes, dtypes, event, autograd, phase);
+`Census` is also the `timing.Listener` that decides which operations belong to a sample.
+
+The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader", "graph_replays"):
+- autograd: grad mode is on and an input requires grad when the operation is called (autograd records it).
+- phase, from the `record_function` ranges the mode sees as `profiler._record_function_enter_new` and
+  `_record_function_exit` operations (matched by their handle; ranges nest): inside a DataLoader's
+  `__next__` range "loading", inside `graphs.REPLAY_RANGE` "graph", else "step". A `__next__` range in
+  which the default collate stacked samples (`aten.stack`) is one loader batch of as many samples as the
+  largest list stacked; the `__next__` that ends the iteration stacks nothing, and a loader whose workers
+  collate (num_workers > 0) does its loading in other processes, unseen.
+- stretches: a sample's operations in order (those of the laps it names, in the order they ran), cut after
+  every call that synchronises; identical stretches are kept once with how often they occur."""
 from dataclasses import dataclass
 from typing import Callable
 
@@ -37,25 +49,33 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-from core import timing
+from core import graphs, timing
 
 aten = torch.ops.aten
+RANGE_ENTER = torch.ops.profiler._record_function_enter_new
+RANGE_EXIT = torch.ops.profiler._record_function_exit
 
 FLOP_RULE = ("FLOPs from torch.utils.flop_counter's formulas for matrix products, convolutions and attention "
              "(formula_flops), one per element written for every other operation that launches a kernel, "
              "none for views, metadata and copies.")
 TOP = 5  # operations listed in top_by_count and top_by_flops
+SHOWN_INPUTS = 8  # input shapes and dtypes listed per entry of "ops" (a batch's stack has one input per sample)
 
 IGNORED_NAMESPACES = ("profiler",)  # record_function markers, not operations
 # Operations that return tensors yet launch no kernel: allocations, a reshape that is a view in all but its
-# schema, pinning host memory, and the scalar read to the host (a copy and a sync, not a kernel).
+# schema, pinning host memory, and the scalar read to the host (a copy and a sync, not a kernel); and those
+# whose schema says they write a tensor they only annotate.
 NO_KERNEL = {aten.empty, aten.empty_like, aten.empty_strided, aten.empty_permuted, aten.new_empty,
                  aten.new_empty_strided, aten._efficientzerotensor, aten.resize_, aten.resize_as_, aten.set_,
-                 aten._pin_memory, aten._unsafe_view, aten._local_scalar_dense}
+                 aten._pin_memory, aten._unsafe_view, aten._local_scalar_dense, aten.record_stream,
+                 aten.set_data, aten.retain_grad}
 OVERWRITES = {aten.copy_, aten.fill_, aten.zero_}  # in-place operations that do not read what they write
 COPIES = {aten._to_copy, aten.copy_, aten._copy_from, aten._copy_from_and_resize, aten.lift_fresh}
 H2D, D2H, D2D = "h2d", "d2h", "d2d"
 SYNC = "sync"
+FRESH, IN_PLACE = "fresh", "in place"
+STEP, LOADING, GRAPH = "step", "loading", "graph"  # phases
+LOADER_RANGE = ("enumerate(DataLoader)#", ".__next__")  # a DataLoader iterator's __next__: its name's start, end
 
 
 def _any_bool_index(args, kwargs) -> bool:
@@ -93,6 +113,8 @@ class OpKind:
     reads_inputs: bool           # False for factories whose tensor argument gives only a shape
     syncs: Callable | None       # (args, kwargs) -> whether this call reads data to the host
     copies: bool                 # may copy between devices
+    shaped: str | None           # on meta tensors its outputs follow from its arguments' metadata alone:
+                                 # FRESH (new tensors) or IN_PLACE (the arguments it writes, or nothing)
 
 
 def op_kind(func) -> OpKind | None:
@@ -103,18 +125,32 @@ def op_kind(func) -> OpKind | None:
     schema = func._schema
     returns_tensor = any("Tensor" in str(r.type) for r in schema.returns)
     data_read = torch.Tag.data_dependent_output in func.tags
-    launches = not (func.is_view or torch.Tag.inplace_view in func.tags or packet in NO_KERNEL
-                    or (not returns_tensor and not data_read))
     written = tuple((i, a.name) for i, a in enumerate(schema.arguments) if a.alias_info and a.alias_info.is_write)
+    launches = not (func.is_view or torch.Tag.inplace_view in func.tags or packet in NO_KERNEL
+                    or (not returns_tensor and not data_read and not written))
     syncs = SYNCS_WHEN.get(packet)
     if syncs is None and (data_read or torch.Tag.dynamic_output_shape in func.tags):
         syncs = _always
     short = packet.__name__
+    outs = tuple(a.name for a in schema.arguments if a.is_out)
     return OpKind(name=str(packet), launches=launches, formula=flop_registry.get(packet), written=written,
-                  outs=tuple(a.name for a in schema.arguments if a.is_out),
-                  reads_written=packet not in OVERWRITES and torch.Tag.nondeterministic_seeded not in func.tags,
+                  outs=outs, reads_written=packet not in OVERWRITES and torch.Tag.nondeterministic_seeded not in func.tags,
                   reads_inputs=not (short.endswith("_like") or short.startswith("new_")),
-                  syncs=syncs, copies=packet in COPIES)
+                  syncs=syncs, copies=packet in COPIES,
+                  shaped=_shaped(func, schema, bool(launches and not syncs and not outs and packet not in COPIES)))
+
+
+def _shaped(func, schema, plain: bool) -> str | None:
+    """FRESH for an operation that returns only new tensors, IN_PLACE for one that returns only what it
+    writes (or nothing), None for the rest (views, metadata changes, data-dependent outputs, copies)."""
+    if not plain or func.is_view or not all("Tensor" in str(r.type) for r in schema.returns):
+        return None
+    if not schema.returns:
+        return IN_PLACE  # it launches, so it writes its arguments
+    aliases = [r.alias_info for r in schema.returns]
+    if not any(aliases):
+        return FRESH
+    return IN_PLACE if all(a is not None and a.is_write for a in aliases) else None
 
 
 def _tensors(values) -> list[torch.Tensor]:
@@ -172,6 +208,83 @@ def _answer_meta(func, args, kwargs):
     return NOT_ANSWERED
 
 
+# Meta kernels work out an output's metadata in Python, hundreds of microseconds an operation: an operation
+# whose outputs follow from its arguments' metadata alone is worked out once per (overload, arguments'
+# metadata); later calls get new empty tensors shaped alike, or the argument they write.
+META_SHAPES_LIMIT = 100_000  # entries kept before the cache starts again
+_meta_shapes: dict[tuple, object] = {}
+NO_KEY = object()  # an argument or output the cache cannot describe
+RETURNS_FIRST, RETURNS_NONE = object(), object()  # what an in-place operation returns
+
+
+def _meta_value(value, in_place: bool):
+    """What of an argument decides a meta operation's outputs, or NO_KEY when it cannot be told."""
+    if isinstance(value, torch.Tensor):
+        if not value.is_meta or value.layout != torch.strided or value.is_conj() or value.is_neg():
+            return NO_KEY
+        return value.shape, value.stride(), value.dtype
+    if isinstance(value, (list, tuple)):
+        described = []
+        for item in value:
+            described.append(_meta_value(item, in_place))
+            if described[-1] is NO_KEY:
+                return NO_KEY
+        return tuple(described)
+    if isinstance(value, (float, complex)):  # a value scales data, never shapes; an in-place result is its argument
+        return type(value) if in_place else (type(value), value)
+    if value is None or isinstance(value, (bool, int, str, torch.dtype, torch.device, torch.layout,
+                                           torch.memory_format)):
+        return type(value), value
+    return NO_KEY
+
+
+def _shape_of(out):
+    """An output's sizes, strides and dtype (nested like the output), or NO_KEY."""
+    if out is None:
+        return None
+    if isinstance(out, torch.Tensor):
+        return (out.shape, out.stride(), out.dtype) if out.is_meta and out.layout == torch.strided else NO_KEY
+    if isinstance(out, (list, tuple)):
+        shapes = tuple(_shape_of(t) for t in out)
+        return NO_KEY if any(s is NO_KEY for s in shapes) else (type(out), shapes)
+    return NO_KEY
+
+
+def _like(shape):
+    if shape is None:
+        return None
+    if isinstance(shape[0], type):  # (list or tuple, the shapes of its items)
+        return shape[0](_like(s) for s in shape[1])
+    size, stride, dtype = shape
+    return torch.empty_strided(size, stride, dtype=dtype, device="meta")
+
+
+def _remembered(kind: OpKind, args, out):
+    if kind.shaped is IN_PLACE:
+        return RETURNS_FIRST if args and out is args[0] else RETURNS_NONE if out is None else NO_KEY
+    return RETURNS_NONE if out is None else _shape_of(out)
+
+
+def _run_meta(func, kind: OpKind, args, kwargs):
+    """Run an operation on meta tensors, its outputs from the cache where it can."""
+    described = _meta_value((args, tuple(kwargs.items())), kind.shaped is IN_PLACE)
+    if described is NO_KEY:
+        return func(*args, **kwargs)
+    key = (func, described, torch.get_default_dtype())  # a factory given no dtype makes the default one
+    known = _meta_shapes.get(key)
+    if known is None:
+        out = func(*args, **kwargs)
+        if len(_meta_shapes) >= META_SHAPES_LIMIT:
+            _meta_shapes.clear()
+        _meta_shapes[key] = _remembered(kind, args, out)
+        return out
+    if known is NO_KEY:
+        return func(*args, **kwargs)
+    if known is RETURNS_FIRST:
+        return args[0]
+    return None if known is RETURNS_NONE else _like(known)
+
+
 def _copy(kind: OpKind, args, kwargs, out) -> tuple[tuple, int] | None:
     """((direction, host memory pinned, synchronises), bytes) of a copy between devices; None for any
     other call."""
@@ -186,12 +299,44 @@ def _copy(kind: OpKind, args, kwargs, out) -> tuple[tuple, int] | None:
     if source.device == destination.device:
         return None
     nbytes = _written_bytes((source,))
+    # The code copies non-blocking between the host and the stand-in only where it would pin the host side
+    # (devices.pin), which a build without CUDA cannot do: such a copy counts as pinned.
+    stand_in_pinned = bool(non_blocking) and (source.is_meta or destination.is_meta)
     if source.device.type == "cpu":
-        return (H2D, source.is_pinned(), not non_blocking), nbytes
+        return (H2D, stand_in_pinned or source.is_pinned(), not non_blocking), nbytes
     if destination.device.type == "cpu":
-        pinned = destination.is_pinned()
+        pinned = stand_in_pinned or destination.is_pinned()
         return (D2H, pinned, not (non_blocking and pinned)), nbytes
     return (D2D, False, False), nbytes
+
+
+UNSEEN = object()  # an overload whose kind is not worked out yet
+
+
+class _Stretch:
+    """Operations run one after another with no synchronisation between them: the calls per operation id,
+    and the loader batches (with their samples) and graph replays among them. `sync`: its last call waits
+    for the device."""
+    __slots__ = ("calls", "batches", "samples", "replays", "sync")
+
+    def __init__(self):
+        self.calls: dict[int, int] = {}
+        self.batches = self.samples = self.replays = 0
+        self.sync = False
+
+    def extend(self, other: "_Stretch") -> None:
+        for ident, calls in other.calls.items():
+            self.calls[ident] = self.calls.get(ident, 0) + calls
+        self.batches += other.batches
+        self.samples += other.samples
+        self.replays += other.replays
+
+    def empty(self) -> bool:
+        return not (self.calls or self.batches or self.replays)
+
+    def key(self, sync: bool) -> tuple:
+        """What makes two stretches the same."""
+        return tuple(sorted(self.calls.items())), sync, self.batches, self.samples, self.replays
 
 
 class Census(TorchDispatchMode):
@@ -208,57 +353,120 @@ class Census(TorchDispatchMode):
             raise ValueError(f"device: {device!r} is not a torch device name (such as 'cpu', 'cuda:0', "
                              f"'meta')") from None
         self.device = device
+        self._stand_in = self._device_type == "meta"
         self.samples = 0
-        self.total: dict[tuple, list[int]] = {}
-        self._pending: dict[str, dict[tuple, list[int]]] = {}
-        self._lap: dict[tuple, list[int]] | None = None
+        # operation id -> [calls, flops, bytes read, bytes written, bytes copied], over the counted samples
+        self.total: dict[int, list[int]] = {}
+        self.stretches: dict[tuple, int] = {}  # a stretch's key -> occurrences in the counted samples
+        self._keys: list[tuple] = []  # operation id -> (kind, where, shapes, dtypes, event, autograd, phase)
+        self._ids: dict[tuple, int] = {}
+        self._pending: list[tuple[str, dict, list[_Stretch]]] = []  # closed laps: name, counts, stretch pieces
+        self._lap: dict[int, list[int]] | None = None
+        self._pieces: list[_Stretch] = []
+        self._piece = _Stretch()
         self._kinds: dict = {}
+        self._ranges: list[tuple[int, str, bool]] = []  # open ranges: handle, the phase outside, a loader batch
+        self._phase = STEP
+        self._batch: int | None = None  # the samples of the loader batch being fetched: the largest stack
 
     # -- the listener ----------------------------------------------------------------------------
     def start(self) -> None:
-        self._lap = {}
+        self._lap, self._pieces, self._piece = {}, [], _Stretch()
 
     def lap(self, name: str) -> None:
         if self._lap is not None:
-            _merge(self._pending.setdefault(name, {}), self._lap)
-        self._lap = {}
+            self._pieces.append(self._piece)
+            self._pending.append((name, self._lap, self._pieces))
+        self.start()
 
     def sample(self, names: tuple[str, ...]) -> None:
-        for name in names:
-            _merge(self.total, self._pending.get(name, {}))
+        carry = _Stretch()  # a stretch goes on across the laps of the sample until a call synchronises
+        for name, counts, pieces in self._pending:
+            if name not in names:
+                continue
+            _merge(self.total, counts)
+            for piece in pieces:
+                carry.extend(piece)
+                if piece.sync:
+                    self._count_stretch(carry, True)
+                    carry = _Stretch()
+        if not carry.empty():
+            self._count_stretch(carry, False)
         self._pending.clear()
         self.samples += 1
+
+    def _count_stretch(self, stretch: _Stretch, sync: bool) -> None:
+        key = stretch.key(sync)
+        self.stretches[key] = self.stretches.get(key, 0) + 1
 
     # -- the dispatch mode -----------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        kind = self._kinds.get(func, UNSEEN)
+        if kind is UNSEEN:
+            kind = self._kinds[func] = op_kind(func)
         out = _answer_meta(func, args, kwargs)
         if out is NOT_ANSWERED:
-            out = func(*args, **kwargs)
-        if self._lap is not None:
-            self._record(func, args, kwargs, out)
+            out = (_run_meta(func, kind, args, kwargs) if self._stand_in and kind is not None and kind.shaped
+                   else func(*args, **kwargs))
+        if kind is None:
+            self._range(func, args, out)
+        elif self._lap is not None:
+            self._record(kind, args, kwargs, out)
         return out
 
-    def _kind(self, func) -> OpKind | None:
-        if func not in self._kinds:
-            self._kinds[func] = op_kind(func)
-        return self._kinds[func]
+    def _range(self, func, args, out) -> None:
+        """Follow the record_function ranges (counted or not, so that exits match): the phase of what runs
+        inside, the loader batches and the graph replays."""
+        packet = func._overloadpacket
+        if packet is RANGE_ENTER:
+            name = args[0]
+            loader = name.startswith(LOADER_RANGE[0]) and name.endswith(LOADER_RANGE[1])
+            self._ranges.append((hash(out), self._phase, loader))
+            if loader:
+                self._phase, self._batch = LOADING, 0
+            elif name == graphs.REPLAY_RANGE:
+                self._phase = GRAPH
+                if self._lap is not None:
+                    self._piece.replays += 1
+        elif packet is RANGE_EXIT:
+            handle = hash(args[0])
+            for depth in range(len(self._ranges) - 1, -1, -1):
+                if self._ranges[depth][0] == handle:
+                    _, self._phase, loader = self._ranges[depth]
+                    del self._ranges[depth:]
+                    if loader:
+                        self._end_batch()
+                    return
 
-    def _record(self, func, args, kwargs, out) -> None:
-        kind = self._kind(func)
-        if kind is None:
-            return
+    def _end_batch(self) -> None:
+        samples, self._batch = self._batch, None
+        if samples and self._lap is not None:
+            self._piece.batches += 1
+            self._piece.samples += samples
+
+    def _record(self, kind: OpKind, args, kwargs, out) -> None:
         inputs = _tensors(args) + _tensors(kwargs.values())
         outputs = _tensors((out,))
         copy = _copy(kind, args, kwargs, out) if kind.copies else None
         event = copy[0] if copy else SYNC if kind.syncs and kind.syncs(args, kwargs) else None
         anchor = outputs or inputs
         where = anchor[0].device.type if anchor else "cpu"
-        key = (kind, where, tuple(t.shape for t in inputs), tuple(t.dtype for t in inputs), event)
-        stats = self._lap.get(key)
+        autograd = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
+        phase = self._phase
+        if phase is LOADING and self._batch is not None and kind.name == "aten.stack":
+            self._batch = max(self._batch, len(_argument(args, kwargs, 0, "tensors")))
+        key = (kind, where, tuple(t.shape for t in inputs), tuple(t.dtype for t in inputs), event, autograd, phase)
+        ident = self._ids.get(key)
+        if ident is None:
+            ident = self._ids[key] = len(self._keys)
+            self._keys.append(key)
+        stats = self._lap.get(ident)
         if stats is None:
-            stats = self._lap[key] = [0, 0, 0, 0, 0]  # calls, flops, bytes read, bytes written, bytes copied
+            stats = self._lap[ident] = [0, 0, 0, 0, 0]  # calls, flops, bytes read, bytes written, bytes copied
         stats[0] += 1
+        piece = self._piece
+        piece.calls[ident] = piece.calls.get(ident, 0) + 1
         if copy:
             stats[4] += copy[1]
         elif kind.launches:
@@ -272,15 +480,33 @@ class Census(TorchDispatchMode):
                          else sum(t.numel() for t in written))
             stats[2] += sum(read_bytes(t) for t in read)
             stats[3] += _written_bytes(written)
+        if self._syncs(where, event):
+            piece.sync = True
+            self._pieces.append(piece)
+            self._piece = _Stretch()
 
     # -- what it found ---------------------------------------------------------------------------
     def _on_device(self, where: str) -> bool:
         return where == self._device_type
 
+    def _syncs(self, where: str, event) -> bool:
+        """Whether a call waits for the device: a data read there, or a blocking copy."""
+        if event is None:
+            return False
+        return self._on_device(where) if event is SYNC else event[2]
+
+    def _launches(self, kind: OpKind, where: str, event) -> bool:
+        """Whether a call does work: not a copy between devices (counted as a copy), and not shape inference
+        on meta tensors inside a unit on another device."""
+        return kind.launches and (event is None or event is SYNC) and (where != "meta" or self._device_type == "meta")
+
     def operations(self) -> list[dict]:
         """One entry per (operation, where, input shapes, dtypes, event), totals over every counted sample."""
+        merged: dict[tuple, list[int]] = {}
+        for ident, stats in self.total.items():
+            _add(merged, self._keys[ident][:5], stats)
         rows = []
-        for (kind, where, shapes, dtypes, event), (calls, flops, read, written, copied) in self.total.items():
+        for (kind, where, shapes, dtypes, event), (calls, flops, read, written, copied) in merged.items():
             copy = event not in (None, SYNC)
             kernel = kind.launches and not copy and self._on_device(where)
             rows.append({
@@ -289,7 +515,7 @@ class Census(TorchDispatchMode):
                 "kernels": calls if kernel else 0, "flops": flops if kernel else 0,
                 "flop_rule": ("formula" if kind.formula else "per element") if kernel else "none",
                 "bytes_read": read if kernel else 0, "bytes_written": written if kernel else 0,
-                "syncs": calls if (event == SYNC and self._on_device(where)) or (copy and event[2]) else 0,
+                "syncs": calls if self._syncs(where, event) else 0,
                 "copy": {"direction": event[0], "pinned": event[1], "bytes": copied} if copy else None,
             })
         return rows
@@ -304,8 +530,41 @@ class Census(TorchDispatchMode):
             entry["copies"] += row["count"] if row["copy"] else 0
         return found
 
+    def detail(self, samples: int) -> dict:
+        """What a cost model needs, per sample: "ops" (one entry per operation id: its first SHOWN_INPUTS input
+        shapes and dtypes, how many tensor inputs, calls per sample; flops, bytes and a copy's bytes per
+        call), "stretches" (each with its operations as [index into ops, calls per occurrence] and
+        how often it occurs per sample), "loader" (batches and samples) and "graph_replays"."""
+        index, ops = {}, []
+        for ident, (calls, flops, read, written, copied) in self.total.items():
+            kind, where, shapes, dtypes, event, autograd, phase = self._keys[ident]
+            launches = self._launches(kind, where, event)
+            copy = event is not None and event is not SYNC
+            index[ident] = len(ops)
+            ops.append({
+                "op": kind.name, "where": where, "shapes": [list(s) for s in shapes[:SHOWN_INPUTS]],
+                "dtypes": [str(d).removeprefix("torch.") for d in dtypes[:SHOWN_INPUTS]], "inputs": len(shapes),
+                "calls": per_sample(calls, samples),
+                "kernel": launches and self._on_device(where), "launches": launches,
+                "flops": per_sample(flops, calls) if launches else 0, "formula": launches and kind.formula is not None,
+                "bytes": per_sample(read + written, calls) if launches else 0, "autograd": autograd, "phase": phase,
+                "copy": {"direction": event[0], "pinned": event[1], "bytes": per_sample(copied, calls)} if copy else None,
+                "sync": self._syncs(where, event),
+            })
+        stretches, batches, loaded, replays = [], 0, 0, 0
+        for (content, sync, stretch_batches, stretch_samples, stretch_replays), times in self.stretches.items():
+            stretches.append({"ops": [[index[ident], calls] for ident, calls in content],
+                              "times": per_sample(times, samples), "sync": sync, "loader_batches": stretch_batches,
+                              "loader_samples": stretch_samples, "graph_replays": stretch_replays})
+            batches += stretch_batches * times
+            loaded += stretch_samples * times
+            replays += stretch_replays * times
+        return {"ops": ops, "stretches": stretches,
+                "loader": {"batches": per_sample(batches, samples), "samples": per_sample(loaded, samples)},
+                "graph_replays": per_sample(replays, samples)}
+
     def summary(self, samples: int | None = None) -> dict:
-        """The row's census: totals per sample (`samples` defaults to the samples counted)."""
+        """The row's census: totals per sample (`samples` defaults to the samples counted), and `detail`."""
         if samples is not None and (not isinstance(samples, int) or samples < 1):
             raise ValueError(f"samples: {samples!r} is not a whole number >= 1")
         samples = samples or self.samples
@@ -331,7 +590,7 @@ class Census(TorchDispatchMode):
             "top_by_count": [{"op": n, "count": per_sample(e["count"], samples)} for n, e in by_count],
             "top_by_flops": [{"op": n, "flops": per_sample(e["flops"], samples)} for n, e in by_flops[:TOP]],
             "samples": samples, "device": self.device, "flop_rule": FLOP_RULE,
-        }
+        } | self.detail(samples)
 
 
 def _sum(rows, field: str) -> int:
@@ -342,14 +601,18 @@ def _copied(rows) -> int:
     return sum(r["copy"]["bytes"] for r in rows)
 
 
+def _add(into: dict, key, stats: list[int]) -> None:
+    mine = into.get(key)
+    if mine is None:
+        into[key] = list(stats)
+    else:
+        for i, value in enumerate(stats):
+            mine[i] += value
+
+
 def _merge(into: dict, counts: dict) -> None:
     for key, stats in counts.items():
-        mine = into.get(key)
-        if mine is None:
-            into[key] = list(stats)
-        else:
-            for i, value in enumerate(stats):
-                mine[i] += value
+        _add(into, key, stats)
 
 
 def per_sample(total: int, samples: int) -> int | float:

@@ -100,3 +100,63 @@ def _time_unit(seconds: float) -> tuple[str, float]:
     if seconds < 1e-3:
         return "microseconds", 1e6
     return ("milliseconds", 1e3) if seconds < 1 else ("seconds", 1.0)
+
+
+# Measured series solid with filled points; predicted ones dashed with hollow points, the first grey.
+MEASURED_COLOURS = ["#4c78a8", "#72b7b2", "#54a24b"]
+PREDICTED_COLOURS = ["#7f7f7f", "#e45756", "#b279a2", "#f58518", "#9d755d", "#eeca3b", "#ff9da6", "#bab0ac",
+                     "#d67195", "#439894"]
+
+
+def measured_and_predicted(data: pd.DataFrame, x: str, *, title: str, x_title: str, y_title: str,
+                           facet: str = None, tooltip: list[str] = ()) -> alt.TopLevelMixin:
+    """Seconds per unit (`per_unit_s`) against `x`: one line per `series` (its legend label) and `line`
+    (the other swept parameters, told apart by the points' shape). A series with `predicted` true is
+    drawn dashed with hollow points so that it can never pass for a measurement. Axes are logarithmic
+    where the values span a decade or more. With `facet`, one panel per value of that column."""
+    data = data[data[x].notna() & (data["per_unit_s"] > 0)]
+    measured = list(dict.fromkeys(data.loc[~data["predicted"], "series"]))
+    predicted = list(dict.fromkeys(data.loc[data["predicted"], "series"]))
+    colours = alt.Scale(domain=measured + predicted,
+                        range=_cycle(MEASURED_COLOURS, len(measured)) + _cycle(PREDICTED_COLOURS, len(predicted)))
+    encoding = dict(
+        x=alt.X(f"{x}:Q", title=x_title, scale=_spanning(data[x]), axis=_ticks_at(data[x])),
+        y=alt.Y("per_unit_s:Q", title=y_title, scale=_spanning(data["per_unit_s"])),
+        color=alt.Color("series:N", title=None, scale=colours, legend=alt.Legend(orient="bottom", columns=1,
+                                                                                labelLimit=0)),
+        detail="line:N",
+        tooltip=["series", x, alt.Tooltip("per_unit_s:Q", title="seconds per unit", format=".3~g"), *tooltip])
+    shape = alt.Shape("line:N", title="configuration", legend=alt.Legend(orient="bottom", columns=1, labelLimit=0)
+                      if data["line"].nunique() > 1 else None)
+    solid, dashed = alt.datum.predicted == False, alt.datum.predicted == True  # noqa: E712 (Vega expressions)
+    base = alt.Chart().encode(**encoding)
+    layers = alt.layer(
+        base.mark_line().transform_filter(solid),
+        base.mark_point(filled=True, size=60).encode(shape=shape).transform_filter(solid),
+        base.mark_line(strokeDash=[6, 4]).transform_filter(dashed),
+        base.mark_point(filled=False, size=70, strokeWidth=2).encode(shape=shape).transform_filter(dashed),
+        data=data)
+    if facet:  # two panels a row, sized to sit side by side in the page's column
+        return layers.properties(width=330, height=240).facet(
+            facet=alt.Facet(f"{facet}:N", title=None), columns=2).properties(title=title)
+    # fit the width only: fitting the height too (Streamlit's default) lets a long legend squash the plot
+    return layers.properties(title=title, height=300, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+
+
+def _spanning(values: pd.Series) -> alt.Scale:
+    """Logarithmic where positive values span a decade or more (symlog when zero is among them)."""
+    values = values.dropna()
+    positive = values[values > 0]
+    if len(positive) < 2 or positive.max() / positive.min() < 10 or (values < 0).any():
+        return alt.Scale(zero=False)
+    return alt.Scale(type="symlog") if (values == 0).any() else alt.Scale(type="log")
+
+
+def _ticks_at(values: pd.Series, most: int = 12) -> alt.Axis:
+    """Ticks at the swept values themselves when they are few (a log or symlog axis would label few of them)."""
+    swept = sorted(values.dropna().unique())
+    return alt.Axis(values=[float(v) for v in swept]) if len(swept) <= most else alt.Axis()
+
+
+def _cycle(colours: list[str], count: int) -> list[str]:
+    return [colours[i % len(colours)] for i in range(count)]

@@ -4,9 +4,11 @@ import json
 import os
 import sys
 
-from core import breakdown, calibrate, census, devices, experiments, profiles, runlock, runner, settings
+from tqdm import tqdm
+
+from core import (breakdown, calibrate, census, costmodel, devices, experiments, hardware, ownmodel, predictions,
+                  profiles, results, runlock, runner, settings, writeups)
 from core.params import ConfigError, clip, shown
-from core.results import RecordWriter
 from core.timing import call_text
 
 
@@ -14,7 +16,8 @@ def main(argv: list[str] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.command(args)
-    except (ConfigError, devices.DeviceError, runlock.BusyError, settings.ReadOnlyError) as e:
+    except (ConfigError, devices.DeviceError, runlock.BusyError, settings.ReadOnlyError, hardware.HardwareError,
+            costmodel.PredictionError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -46,6 +49,25 @@ def _parser() -> argparse.ArgumentParser:
                            help="a CUDA GPU to calibrate besides the CPU (repeatable); default: every device here")
     calibrate.add_argument("--quick", action="store_true", help="a few seconds, rougher figures (for tests)")
     calibrate.set_defaults(command=cmd_calibrate)
+    predict = sub.add_parser("predict", help="predict an experiment's points, or your own model, on other hardware")
+    predict.add_argument("experiment", nargs="?", help="an experiment (see `list`); leave out with --model")
+    predict.add_argument("--on", action="append", metavar="HARDWARE",
+                         help="where to predict (repeatable): a catalogue name, 'this' (this machine's calibrated "
+                              "CPU), 'this:cuda:N', a calibrated machine id; 'list' lists them. Default: this "
+                              "machine and the write-up's GPU (with --model: this machine and every catalogue GPU)")
+    predict.add_argument("--host", default="this", help="the CPU that drives a GPU (default: this machine's)")
+    predict.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
+    predict.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
+    predict.add_argument("--model", metavar="FILE.py:BUILD_FN", help="your own model: a function returning an nn.Module")
+    predict.add_argument("--input", metavar="SHAPE", help="with --model: the input's shape, batch first (512x84)")
+    predict.add_argument("--train", action="store_true", help="with --model: a training step, not a forward")
+    predict.add_argument("--accuracy", action="store_true",
+                         help="the model checked against every measured point of every calibrated machine")
+    predict.add_argument("--writeups", action="store_true",
+                         help="every published timing figure predicted on the write-up's hardware (saved for the "
+                              "Predictions page)")
+    predict.add_argument("--json", action="store_true", help="print a JSON array for scripts")
+    predict.set_defaults(command=cmd_predict)
     return parser
 
 
@@ -95,11 +117,11 @@ def cmd_run(args) -> int:
     config = exp.config(args.preset, given | typed)
     names = _devices(args.device)
     exp.plan(config, names)
-    writer = RecordWriter(exp.name, args.preset, config, names, run_id=args.run_id)
+    writer = results.RecordWriter(exp.name, args.preset, config, names, run_id=args.run_id)
     lock_fd = _hold_lock(writer, names)
     try:
         print(f"{exp.name} ({args.preset}) on {', '.join(names)} -> {writer.path}", flush=True)
-        status = runner.run(exp, config, names, writer, progress=_print_progress)
+        status = runner.run(exp, config, names, writer, progress=_print_progress, standin_progress=_print_standin)
         print(f"{status}: {writer.path}", flush=True)
     finally:
         runlock.release(lock_fd)
@@ -130,6 +152,110 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def cmd_predict(args) -> int:
+    if args.on and "list" in (name.strip().lower() for name in args.on):
+        return _print_catalogue(args.json)
+    if args.accuracy or args.writeups:
+        return _print_accuracy(args.json) if args.accuracy else _validate_writeups(args.json)
+    if args.model:
+        if args.experiment or args.set:
+            raise ConfigError("--model", "predicts your own model: give no experiment and no --set with it")
+        return _predict_model(args)
+    if args.input or args.train:
+        raise ConfigError("--input" if args.input else "--train", "goes with --model only")
+    if not args.experiment:
+        raise ConfigError("experiment", "name an experiment (see `python -m core list`) or give --model")
+    exp = experiments.get(clip(args.experiment))
+    config = exp.config(args.preset, parse_overrides(exp, args.set))
+    targets = [hardware.resolve(clip(name), host=clip(args.host)) for name in args.on or ("this",)]
+    if not args.on:
+        targets.append(hardware.writeup_target(exp.source)[0])
+    found = []
+    for target in targets:
+        points = predictions.plan(exp, config, target)
+        with tqdm(total=len(points), desc=f"census for {target.title}", unit="point", disable=None,
+                  file=sys.stderr) as bar:
+            predicted = predictions.predict_points(exp, config, target, progress=lambda point: bar.update())
+        found.append((target, predicted))
+    if args.json:
+        print(json.dumps([p.to_dict(target) for target, predicted in found for p in predicted], indent=1))
+        return 0
+    for target, predicted in found:
+        print(f"{exp.name} ({args.preset}) predicted on {target.title}:")
+        for p in predicted:
+            print(f"  {_point_text(p.point)}: {_prediction_text(p)}")
+    return 0
+
+
+def _print_accuracy(as_json: bool) -> int:
+    frame = predictions.accuracy(results.load_records())
+    if as_json:
+        print(frame.to_json(orient="records", indent=1))
+        return 0
+    for (machine, device), part in frame.groupby(["machine", "device"]):
+        print(f"{machine} {device}: {predictions.accuracy_text(part, devices.kind(device))}")
+        for _, row in part.iterrows():
+            print(f"  {row['experiment']} {row['variant']} {row['point']}: measured {_seconds_text(row['measured_s'])}, "
+                  f"predicted {_seconds_text(row['predicted_s'])} (x{row['ratio']:.2f})")
+    if frame.empty:
+        print("no measured point with a census on a machine with a calibrated profile: run `python -m core "
+              "calibrate`, then an experiment")
+    return 0
+
+
+def _validate_writeups(as_json: bool) -> int:
+    with tqdm(desc="write-up figures", unit="census", disable=None, file=sys.stderr) as bar:
+        frame = writeups.validate(progress=lambda *_: bar.update())
+    if not settings.read_only():
+        print(f"saved: {writeups.save(frame)}", file=sys.stderr)
+    print(frame.to_json(orient="records", indent=1) if as_json else writeups.report_text(frame))
+    return 0
+
+
+def _print_catalogue(as_json: bool) -> int:
+    rows = hardware.listing()
+    if as_json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    for row in rows:
+        print("  ".join(f"{value}" for value in row.values()))
+    return 0
+
+
+def _point_text(point) -> str:
+    swept = " ".join(f"{k}={v}" for k, v in point.params.items())
+    return f"{point.variant}{' ' + swept if swept else ''}"
+
+
+def _prediction_text(p: predictions.Predicted) -> str:
+    if p.prediction is None:
+        return f"no prediction: {p.error}"
+    unit = f" per {call_text(p.unit, p.per_call)}" if p.unit else ""
+    return f"{_seconds_text(p.prediction.seconds)}{unit} ({_parts_text(p.prediction)})"
+
+
+def _seconds_text(seconds: float) -> str:
+    return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
+
+
+def _parts_text(prediction: costmodel.Prediction) -> str:
+    shares = sorted(prediction.parts.items(), key=lambda item: -item[1])
+    return ", ".join(f"{part} {seconds / prediction.seconds:.0%}" for part, seconds in shares
+                     if prediction.seconds and seconds / prediction.seconds >= 0.005)
+
+
+def _predict_model(args) -> int:
+    if not args.input:
+        raise ConfigError("--input", "give the input's shape with --model, batch first (e.g. 512x84)")
+    shape = ownmodel.parse_input(args.input)
+    model = ownmodel.load(args.model)  # refused on a read-only instance: it runs the file
+    names = args.on or ["this", *(row["name"] for row in hardware.listing() if row["kind"] == "gpu")]
+    targets = [hardware.resolve(clip(name), host=clip(args.host)) for name in names]
+    report = ownmodel.predict(model, shape, args.train, targets)
+    print(json.dumps(report, indent=1) if args.json else ownmodel.report_text(report, args.model, args.train))
+    return 0
+
+
 def _config_json(text: str) -> dict:
     try:
         overrides = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
@@ -152,7 +278,7 @@ def _refuse_repeated_keys(pairs: list[tuple]) -> dict:
     return found
 
 
-def _hold_lock(writer: RecordWriter, names: list[str]) -> int:
+def _hold_lock(writer: results.RecordWriter, names: list[str]) -> int:
     """The app's jobs hand the lock down already taken (checked: a descriptor that does not hold it is
     refused); a run from the shell takes it here."""
     r = writer.record
@@ -172,6 +298,14 @@ def _print_progress(done: int, total: int, point, row: dict) -> None:
     else:
         outcome = "done"
     print(f"[{done}/{total}] {point.describe()}: {outcome}{_inspection_text(row)}", flush=True)
+
+
+def _print_standin(done: int, total: int, point, entry: dict) -> None:
+    found = entry["census"]
+    what = (census.describe(found, entry["unit"], entry["per_call"]) if "operations" in found
+            else f"no census: {found.get('skipped') or found.get('error')}")
+    print(f"[GPU stand-in {done}/{total}] {point.variant} {' '.join(f'{k}={v}' for k, v in point.params.items())}: "
+          f"{what}", flush=True)
 
 
 def _inspection_text(row: dict) -> str:

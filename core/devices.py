@@ -2,6 +2,7 @@
 system description)."""
 import hashlib
 import json
+import math
 import platform
 import re
 from functools import lru_cache
@@ -23,16 +24,43 @@ def available() -> list[str]:
 
 
 def kind(device: str) -> str:
-    """'cpu', 'cuda' or 'mps' for a device name such as 'cuda:1'."""
+    """'cpu', 'cuda', 'mps' or 'meta' for a device name such as 'cuda:1'."""
     return torch.device(device).type
 
 
 ACCELERATORS = ("cuda", "mps")
+# The GPU's stand-in: a workload built for a CUDA GPU on the meta device, which computes nothing and holds no
+# data, so that its census (what the cost model predicts a GPU from) can be taken on any machine.
+STAND_IN = "meta"
+
+
+def is_stand_in(device: str) -> bool:
+    return kind(device) == STAND_IN
+
+
+def plays(device: str) -> str:
+    """The kind of device a workload is built for: 'cuda' on the stand-in, else the device's kind. The test
+    to use wherever the code chooses what to do by kind (variants, CUDA graphs, fused optimisers)."""
+    return "cuda" if is_stand_in(device) else kind(device)
 
 
 def is_accelerator(device: str) -> bool:
-    """True for a GPU of any kind ('cuda:N', 'mps'); False for the CPU. The one test of "is this a GPU"."""
-    return kind(device) in ACCELERATORS
+    """True for a GPU of any kind ('cuda:N', 'mps') and its stand-in; False for the CPU. The one test of "is
+    this a GPU"."""
+    return plays(device) in ACCELERATORS
+
+
+def pin(tensor: torch.Tensor, device: str) -> torch.Tensor:
+    """`tensor` in pinned host memory, for asynchronous copies to `device`: pinned for a real accelerator; the
+    tensor itself on the stand-in (pinning needs a CUDA build; the census counts a non-blocking copy between
+    the host and the stand-in as pinned) and on the CPU (nothing to copy to)."""
+    return tensor.pin_memory() if is_accelerator(device) and not is_stand_in(device) else tensor
+
+
+def generator(device: str, seed: int) -> torch.Generator:
+    """A seeded generator for random draws on `device`: the device's own, or on the stand-in a CPU one (torch
+    makes no meta generator, and meta tensors take one from the CPU: nothing is drawn)."""
+    return torch.Generator(device="cpu" if is_stand_in(device) else device).manual_seed(seed)
 
 
 class DeviceError(ValueError):
@@ -100,8 +128,11 @@ def release_cached_memory(device: str) -> None:
 
 
 def free_memory(device: str) -> float:
-    """Bytes a workload may still take: free plus cached-but-unused on CUDA; available RAM on the CPU."""
+    """Bytes a workload may still take: free plus cached-but-unused on CUDA; available RAM on the CPU;
+    unbounded on the stand-in, which allocates nothing."""
     k = kind(device)
+    if k == STAND_IN:
+        return math.inf
     if k == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return float(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))

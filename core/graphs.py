@@ -3,7 +3,11 @@ a multi-GPU machine, checked, and with the eager step as the fallback.
 
 torch.cuda.graph() without `stream=` captures on a stream torch makes once per process on whichever GPU
 is current then: a later capture for another GPU records nothing and its replays do nothing. Here every
-capture runs inside torch.cuda.device(dev) on a side stream made for that device."""
+capture runs inside torch.cuda.device(dev) on a side stream made for that device.
+
+On the stand-in (`devices.STAND_IN`, which builds a GPU's workload on the meta device) nothing is captured:
+the step runs eagerly inside a `record_function(REPLAY_RANGE)` range, which the census counts as one
+replay whose operations are the graph's nodes."""
 from typing import Callable, Iterable
 
 import torch
@@ -11,6 +15,7 @@ import torch
 from core import devices
 
 WARMUP_STEPS = 3  # eager steps on a side stream before capture, as the CUDA graphs notes require
+REPLAY_RANGE = "crossover.graph_replay"  # the record_function range of a replay on the stand-in
 
 
 class GraphCaptureError(RuntimeError):
@@ -96,11 +101,23 @@ def _check_replay(replay: Callable[[], None], watched: list[torch.Tensor], devic
 
 def replay_or_eager(step: Callable[[], object], device: str, watched: Iterable[torch.Tensor],
                     enabled: bool = True) -> tuple[Callable[[], object], str | None]:
-    """The captured step on CUDA (when `enabled`), else `step` itself; with the capture error, when
-    capture was tried and failed, for the record."""
-    if not enabled or devices.kind(device) != "cuda":
+    """The captured step on CUDA (when `enabled`), the step as the stand-in's replay on the stand-in, else
+    `step` itself; with the capture error, when capture was tried and failed, for the record."""
+    if not enabled:
+        return step, None
+    if devices.is_stand_in(device):
+        return stand_in_replay(step), None
+    if devices.kind(device) != "cuda":
         return step, None
     try:
         return capture(step, device, watched), None
     except GraphCaptureError as e:
         return step, str(e)[:300]
+
+
+def stand_in_replay(step: Callable[[], object]) -> Callable[[], None]:
+    """`step` run eagerly inside the replay range: what the census counts as one replay of its graph."""
+    def replay() -> None:
+        with torch.profiler.record_function(REPLAY_RANGE):
+            step()
+    return replay

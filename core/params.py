@@ -16,9 +16,9 @@ _WRITTEN_AS = {int: "an int written in digits", float: "a number", bool: "true o
 _TRUTH = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
 
-def clip(text: str) -> str:
-    """`text` cut to SHOWN_CHARS characters, '…' marking a cut."""
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+def clip(text: str, chars: int = SHOWN_CHARS) -> str:
+    """`text` cut to `chars` characters, '…' marking a cut."""
+    return text if len(text) <= chars else text[:chars] + "…"
 
 
 def shown(value: Any) -> str:

@@ -115,7 +115,7 @@ class RecordWriter:
             "devices": list(device_names), "config": config, "machine_id": fp["machine_id"],
             "fingerprint": fp, "code_version": versions.code_version(), "environment": versions.environment(),
             "started": now(), "ended": None, "status": "running",
-            "planned_points": 0, "rows": [], "error": None,
+            "planned_points": 0, "rows": [], "standin": [], "error": None,
         }
         folder = (results_dir or settings.results_dir()) / fp["machine_id"]
         self.path = folder / f"{self.record['run_id']}.json"
@@ -150,6 +150,12 @@ class RecordWriter:
             raise ValueError(f"row of {row.get('variant')} on {row.get('device')}: parameter or metric name(s) "
                              f"{clashes} would hide the row's own column(s); rename them")
         self.record["rows"].append(row)
+        write_atomic(self.path, self.record)
+
+    def add_standin(self, entry: dict) -> None:
+        """Append the stand-in census of a point a GPU would run (core.standin)."""
+        settings.require_writable("writing results")
+        self.record["standin"].append(entry)
         write_atomic(self.path, self.record)
 
     def finish(self, status: str, error: str = None) -> None:
@@ -314,7 +320,7 @@ def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
             params, metrics = row.get("params", {}), row.get("metrics", {})
             samples = row.get("samples")
             base = {**meta, "device": row["device"], "device_name": device_name(record, row["device"]),
-                    "variant": row["variant"], "point": json.dumps(params, sort_keys=True),
+                    "variant": row["variant"], "point": point_key(params),
                     "point_status": row.get("status", "ok"), "error": row.get("error"), "unit": row.get("unit"),
                     "per_call": row.get("per_call"), "per_sample": _per_sample(row),
                     "torch_threads": row.get("torch_threads", metrics.get("torch_threads")),
@@ -324,6 +330,16 @@ def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
                     **_inspection(row)}
             flat.append({**base, **params, **metrics} | params | base)
     return pd.DataFrame(flat) if flat else pd.DataFrame(columns=BASE_COLUMNS)
+
+
+def point_key(params: dict) -> str:
+    """The `point` column: a point's swept parameters as one comparable text."""
+    return json.dumps(params, sort_keys=True)
+
+
+def point_text(params: dict) -> str:
+    """A point's swept parameters for people: 'batch_size=16 rows=16384'."""
+    return " ".join(f"{k}={v}" for k, v in params.items())
 
 
 def _inspection(row: dict) -> dict:

@@ -9,7 +9,7 @@ from typing import Callable
 
 import torch
 
-from core import breakdown, census, devices, settings, timing
+from core import breakdown, census, devices, settings, standin, timing
 from core.experiments.base import Experiment, Point, RunState, SkipPoint
 from core.results import RecordWriter
 
@@ -72,9 +72,11 @@ def inspect(workload: timing.Workload, device: str, measurement: timing.Measurem
 
 
 def run(experiment: Experiment, config: dict, device_names: list[str], writer: RecordWriter,
-        progress: Callable[[int, int, Point, dict], None] = None) -> str:
-    """Measure every point on every device, writing the record after each; returns the final status.
-    SIGTERM cancels: the finished points stay in the record."""
+        progress: Callable[[int, int, Point, dict], None] = None,
+        standin_progress: Callable[[int, int, Point, dict], None] = None) -> str:
+    """Measure every point on every device, writing the record after each, then take the stand-in census
+    of every point a GPU would run (core.standin: what the cost model predicts a GPU from, on any machine);
+    returns the final status. SIGTERM cancels: the finished points stay in the record."""
     settings.require_writable("runs")
     points = experiment.plan(config, device_names)
     state = RunState()
@@ -89,6 +91,7 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
             state.rows.append(row)
             if progress:
                 progress(i, len(points), point, row)
+        _standins(experiment, config, writer, standin_progress)
         ok = any(r["status"] == "ok" for r in writer.record["rows"])
         status = "complete" if ok else "failed"
         writer.finish(status, None if ok else "no point could be measured")
@@ -102,6 +105,16 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
     finally:
         signal.signal(signal.SIGTERM, previous)
     return status
+
+
+def _standins(experiment: Experiment, config: dict, writer: RecordWriter,
+              progress: Callable[[int, int, Point, dict], None] = None) -> None:
+    planned = standin.points(experiment, config)
+    for i, point in enumerate(planned, 1):
+        entry = standin.entry(experiment, point, config)
+        writer.add_standin(entry)
+        if progress:
+            progress(i, len(planned), point, entry)
 
 
 def _slug(text: str) -> str:

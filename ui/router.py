@@ -7,6 +7,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from core import experiments, settings
 
 PAGES = settings.APP_ROOT / "pages"
+CURRENT_PAGE = "crossover-current-page"  # session state: the url path of the page this run shows
 
 
 def page_file(name: str) -> Path:
@@ -21,11 +22,14 @@ def without_page() -> list[str]:
 def navigation():
     experiment_pages = [st.Page(page_file(e.name), title=e.title, url_path=e.name)
                         for e in experiments.registry().values() if page_file(e.name).exists()]
-    return st.navigation({
+    page = st.navigation({
         "Crossover": [st.Page(PAGES / "overview.py", title="Overview", default=True)],
         "Experiments": experiment_pages,
-        "Results": [st.Page(PAGES / "machines.py", title="Machines", url_path="machines")],
+        "Results": [st.Page(PAGES / "machines.py", title="Machines", url_path="machines"),
+                    st.Page(PAGES / "predictions.py", title="Predictions", url_path="predictions")],
     })
+    st.session_state[CURRENT_PAGE] = page.url_path  # the sidebar's default GPU follows the page
+    return page
 
 
 def require_router() -> None:

@@ -1,7 +1,9 @@
-"""The sidebar: the devices this machine has, the mode, and the run going on, if any."""
+"""The sidebar: the devices this machine has, the GPU predictions are drawn for, the mode, and the run going
+on, if any."""
 import streamlit as st
 
 from core import devices, jobs, settings
+from ui import predicted, router
 
 
 def render() -> None:
@@ -15,6 +17,7 @@ def render() -> None:
             st.caption("mps: Apple GPU")
         if not fp["gpus"] and not fp["mps"]:
             st.caption("No GPU found: GPU variants cannot run here.")
+        predicted.gpu_picker(st.session_state.get(router.CURRENT_PAGE))
         st.markdown("**Mode**")
         if settings.read_only():
             st.caption(f"Read-only view ({settings.READ_ONLY_ENV} is set): results only, no runs.")

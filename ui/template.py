@@ -7,7 +7,7 @@ import streamlit as st
 
 from core import devices, experiments
 from core.analysis import ESTIMATED, NEEDS_GPU, NOT_REPRODUCED, REPRODUCED, Verdict
-from ui import data
+from ui import data, predicted
 from ui.router import require_router
 from ui.rerun_panel import rerun_panel
 from ui.time_breakdown import where_time_goes
@@ -20,7 +20,7 @@ TABLE_DROP = ["samples_s", "warmup_samples_s", "machine_id", "planned_points", "
 def experiment_page(name: str) -> None:
     require_router()
     exp = experiments.get(name)
-    rows, published = data.rows(name), data.published(name)
+    rows, published, records = data.rows(name), data.published(name), data.records()
     about = exp.about(rows)
     st.title(exp.title)
     st.markdown(f"> **The write-up's claim.** {about['Claim']}")
@@ -33,11 +33,13 @@ def experiment_page(name: str) -> None:
     if rows.empty:
         st.info("No measured results yet: start a run below, or with `python -m core run "
                 f"{name} --preset quick`.")
-    _verdicts(exp.verdicts(rows, published))
+    forecast = predicted.forecast(exp, records)
+    _verdicts(exp.verdicts(rows, published, forecast.rows, forecast.accuracy))
     if not rows.empty:
         st.subheader("Results")
         for chart in exp.charts(rows, published):
             st.altair_chart(chart, width="stretch")
+        predicted.section(exp, records, forecast)
         where_time_goes(name, rows)
         for title, table in exp.tables(rows).items():
             st.markdown(f"**{title}**")
@@ -55,6 +57,8 @@ def _verdicts(found: list[Verdict]) -> None:
     for v in found:
         rests_on = f" (rests on {'measurements' if v.basis == 'measured' else 'an estimate'})" if v.basis else ""
         st.markdown(f"{MARKS.get(v.outcome, ':material/help:')} **{v.outcome}**{rests_on}: {v.claim}  \n{v.evidence}")
+        if v.prediction:
+            st.caption(f":material/online_prediction: {v.prediction}")
 
 
 def _table(name: str, rows: pd.DataFrame) -> None:

@@ -134,7 +134,7 @@ class Experiment:
 
     # -- planning and measuring ----------------------------------------------------------------
     def variants_for(self, config: dict, device: str) -> list[Variant]:
-        kind = devices.kind(device)
+        kind = devices.plays(device)  # the stand-in plans a GPU's variants
         return [v for v in self.variants if v.name in config["variants"] and kind in v.kinds]
 
     def points(self, config: dict, device: str) -> list[Point]:
@@ -146,7 +146,7 @@ class Experiment:
         if points:
             return points
         cannot = "; ".join(f"{d} cannot run {', '.join(config['variants'])} (it runs "
-                           f"{', '.join(v.name for v in self.variants if devices.kind(d) in v.kinds) or 'nothing'})"
+                           f"{', '.join(v.name for v in self.variants if devices.plays(d) in v.kinds) or 'nothing'})"
                            for d in device_names)
         raise ConfigError("variants", f"no point to measure: {cannot}")
 
@@ -162,9 +162,11 @@ class Experiment:
     def _part(self, name: str):
         return importlib.import_module(f"{sys.modules[type(self).__module__].__package__}.{name}")
 
-    def verdicts(self, rows: pd.DataFrame, published: pd.DataFrame) -> list:
+    def verdicts(self, rows: pd.DataFrame, published: pd.DataFrame, predicted: pd.DataFrame = None,
+                 accuracy: str = "") -> list:
+        """Each claim's verdict; where one needs a GPU, the predicted answer from `predicted` GPU rows."""
         from core.analysis import evaluate
-        return [evaluate(claim, rows, published) for claim in self._part("analysis").CLAIMS]
+        return [evaluate(claim, rows, published, predicted, accuracy) for claim in self._part("analysis").CLAIMS]
 
     def tables(self, rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return {title: make(rows) for title, make in self._part("analysis").TABLES.items()}

@@ -126,3 +126,30 @@ def test_every_published_figure_has_a_unique_id_and_renders_in_prose():
     ratio, seconds = published.entry("matmul-200-speedup.gpu.size200.torch-resident"), published.entry("iris-total.cpu")
     assert published.figure_text(ratio["id"]) == f"{ratio['value']:g}x"
     assert published.figure_text(seconds["id"]) == f"{seconds['value']:g} s"
+
+
+def test_a_verdict_that_needs_a_gpu_gives_the_predicted_answer_said_as_such():
+    def gpu_faster(rows, figures):
+        found = analysis.require(analysis.speedups(rows), rows)
+        return Finding(bool((found["speedup"] > 1).all()), f"speedup {found['speedup'].median():.1f}x")
+    claim = Claim("the GPU is faster", gpu_faster)
+    measured = frame(point("cpu", 4.0))
+    predicted = frame(point("meta", 1.0)).assign(hardware="T4 driven by this machine's CPU", provenance="predicted")
+    verdict = evaluate(claim, measured, pd.DataFrame(), predicted, "median ratio 1.10")
+    assert verdict.outcome == NEEDS_GPU and verdict.basis == ""
+    assert verdict.prediction == ("Predicted on T4 driven by this machine's CPU (a model, not a measurement): the "
+                                  "claim would be reproduced. speedup 4.0x The model on this machine: median ratio 1.10.")
+    assert evaluate(claim, measured, pd.DataFrame()).prediction == ""
+
+
+def test_a_prediction_never_answers_what_a_gpu_measured_or_a_check_it_cannot_feed():
+    def needs_a_loss(rows, figures):
+        analysis.require(analysis.pair(rows, ("final_loss",)), rows)
+        return Finding(True, "losses agree")
+    measured = frame(point("cpu", 4.0, final_loss=0.1))
+    predicted = frame(point("meta", 1.0)).assign(hardware="T4", provenance="predicted")
+    losses = Claim("losses agree", needs_a_loss, predictable=False)
+    assert evaluate(losses, measured, pd.DataFrame(), predicted).prediction == ""
+    on_gpu = frame(point("cpu", 4.0, final_loss=0.1), point("cuda:0", 1.0, final_loss=0.1))
+    verdict = evaluate(Claim("losses agree", needs_a_loss, predictable=True), on_gpu, pd.DataFrame(), predicted)
+    assert verdict.outcome == REPRODUCED and verdict.prediction == ""

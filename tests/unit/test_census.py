@@ -4,11 +4,11 @@ import pytest
 import torch
 from torch import nn
 
-from core import census, timing
+from core import census, graphs, timing
 
 FIELDS = {"operations", "kernels", "copies", "h2d_copies", "d2h_copies", "h2d_bytes", "d2h_bytes", "pinned_h2d_bytes",
           "syncs", "flops", "formula_flops", "bytes_moved", "top_by_count", "top_by_flops", "samples", "device",
-          "flop_rule"}
+          "flop_rule", "ops", "stretches", "loader", "graph_replays"}
 
 # One step of Linear(4, 3) on a batch of 8 with an MSE loss and SGD, the loss read once, as ATen runs it:
 # forward t + addmm, mse_loss; backward ones_like (the seed gradient), mse_loss_backward, t + mm + t (the
@@ -72,10 +72,14 @@ def test_a_copy_out_of_the_meta_device_is_one_device_to_host_copy_of_its_bytes()
     assert not into.any() and (found["d2h_copies"], found["d2h_bytes"], found["syncs"]) == (1, 280, 1)
 
 
-def test_a_non_blocking_copy_into_pageable_host_memory_still_syncs():
+def test_a_non_blocking_copy_out_of_the_stand_in_counts_as_pinned_and_does_not_sync():
+    # the code copies non-blocking only into memory it pins (devices.pin), which a CPU build cannot do
     source = torch.empty(4, device="meta")
     found = census.of(lambda: source.to("cpu", non_blocking=True), "meta").summary()
-    assert (found["d2h_copies"], found["syncs"]) == (1, 1)
+    assert (found["d2h_copies"], found["syncs"]) == (1, 0)
+    assert found["ops"][0]["copy"] == {"direction": "d2h", "pinned": True, "bytes": 16}
+    blocking = census.of(lambda: source.to("cpu"), "meta").summary()
+    assert blocking["syncs"] == 1 and blocking["ops"][0]["copy"]["pinned"] is False
 
 
 def test_a_copy_onto_the_meta_device_is_one_host_to_device_copy():
@@ -182,3 +186,143 @@ def test_bad_input_is_a_clear_error():
         census.Census().summary()
     with pytest.raises(ValueError, match="samples: 0 is not a whole number"):
         census.of(lambda: None).summary(samples=0)
+
+
+# -- the detail a cost model reads: ops, stretches, loader, graph replays -------------------------------
+def _op(found: dict, name: str, **match) -> dict:
+    entries = [o for o in found["ops"] if o["op"] == name and all(o[k] == v for k, v in match.items())]
+    assert len(entries) == 1, entries
+    return entries[0]
+
+
+def _stretch_ops(found: dict, stretch: dict) -> list[tuple[str, int]]:
+    return [(found["ops"][index]["op"], calls) for index, calls in stretch["ops"]]
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_each_operation_of_a_toy_step_says_what_it_is_per_call(device):
+    found = census.of(toy_step(device), device).summary()
+    assert sum(o["calls"] for o in found["ops"]) == found["operations"] == 16
+    assert _op(found, "aten.addmm") == {
+        "op": "aten.addmm", "where": device, "shapes": [[3], [8, 4], [4, 3]], "dtypes": ["float32"] * 3,
+        "inputs": 3, "calls": 1, "kernel": True, "launches": True, "flops": 192, "formula": True, "bytes": 284,
+        "autograd": True, "phase": "step", "copy": None, "sync": False}
+    backward = _op(found, "aten.mse_loss_backward")  # the engine runs the backward pass with grad mode off
+    assert (backward["autograd"], backward["flops"], backward["formula"], backward["bytes"]) == (False, 24, False, 292)
+    view = _op(found, "aten.view")
+    assert (view["kernel"], view["launches"], view["flops"], view["bytes"]) == (False, False, 0, 0)
+    item = _op(found, "aten._local_scalar_dense")
+    assert (item["sync"], item["kernel"], item["autograd"]) == (True, False, True)  # loss.item(): loss requires grad
+    assert found["stretches"] == [{"ops": [[i, o["calls"]] for i, o in enumerate(found["ops"])], "times": 1,
+                                   "sync": True, "loader_batches": 0, "loader_samples": 0, "graph_replays": 0}]
+    assert found["loader"] == {"batches": 0, "samples": 0} and found["graph_replays"] == 0
+
+
+def test_stretches_are_cut_at_every_sync_and_identical_ones_kept_once_with_their_count():
+    x = torch.ones(4, device="meta")
+
+    def call():
+        for _ in range(3):
+            (x * 2).sum().item()  # a stretch of three operations ending with a sync
+        x.add_(1)  # the open end of the sample
+    found = census.of(call, "meta").summary()
+    assert [(_stretch_ops(found, s), s["times"], s["sync"]) for s in found["stretches"]] == [
+        ([("aten.mul", 1), ("aten.sum", 1), ("aten._local_scalar_dense", 1)], 3, True),
+        ([("aten.add_", 1)], 1, False)]
+    assert found["syncs"] == 3
+
+
+def test_a_stretch_runs_on_across_the_laps_a_sample_names_and_skips_the_others():
+    x = torch.ones(3, device="meta")
+
+    def call(watch: timing.Stopwatch):
+        for _ in range(2):
+            watch.start()
+            x.mul(2)
+            watch.lap("work")
+            x.sum().item()  # a sync in a lap no sample names: it cuts nothing
+            watch.lap("aside")
+            x.add(1)
+            watch.lap("work")
+            watch.close_sample("work")
+    found = census.take(timing.Workload(call, unit="step", hooks=True), "meta")
+    assert found["samples"] == 2 and found["syncs"] == 0
+    assert [(_stretch_ops(found, s), s["times"], s["sync"]) for s in found["stretches"]] == [
+        ([("aten.mul", 1), ("aten.add", 1)], 1, False)]
+
+
+def test_a_dataloaders_batches_and_samples_are_counted_in_the_loading_phase():
+    rows = torch.utils.data.TensorDataset(torch.ones(10, 3), torch.zeros(10))
+    loader = torch.utils.data.DataLoader(rows, batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(0))
+    weights = torch.ones(3, device="meta")
+
+    def epoch():
+        for xb, _ in loader:
+            (xb.to("meta") * weights).sum().item()
+    found = census.of(epoch, "meta").summary()
+    assert found["loader"] == {"batches": 3, "samples": 10}  # 4 + 4 + 2 samples; the ending __next__ is no batch
+    stacks = sorted((o["inputs"], o["shapes"], o["calls"]) for o in found["ops"] if o["op"] == "aten.stack")
+    assert stacks == [(2, [[]] * 2, 1), (2, [[3]] * 2, 1), (4, [[]] * 4, 2), (4, [[3]] * 4, 2)]  # targets, rows
+    assert {o["phase"] for o in found["ops"] if o["op"] in ("aten.select", "aten.stack", "aten.randperm")} == {"loading"}
+    assert {o["phase"] for o in found["ops"] if o["op"] in ("aten.mul", "aten.sum")} == {"step"}
+    # each batch's stretch ends at its copy to the device; the first also draws the shuffled order
+    per_batch = [(s["loader_batches"], s["loader_samples"], s["times"]) for s in found["stretches"] if s["loader_batches"]]
+    assert sorted(per_batch) == [(1, 2, 1), (1, 4, 1), (1, 4, 1)]
+
+
+def test_a_graph_replay_on_the_stand_in_is_counted_with_its_operations_as_the_graphs():
+    model = nn.Linear(4, 3).to("meta")
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.ones(8, 4, device="meta")
+
+    def step():
+        optimiser.zero_grad(set_to_none=False)
+        model(x).sum().backward()
+        optimiser.step()
+    replay, error = graphs.replay_or_eager(step, "meta", model.parameters())
+    assert error is None and replay is not step
+    found = census.of(lambda: [replay() for _ in range(2)], "meta").summary()
+    assert found["graph_replays"] == 2 and found["syncs"] == 0
+    assert {o["phase"] for o in found["ops"]} == {"graph"}
+    assert _op(found, "aten.addmm")["calls"] == 2 and _op(found, "aten.addmm")["kernel"]
+    assert [(s["graph_replays"], s["times"], s["sync"]) for s in found["stretches"]] == [(2, 1, False)]
+
+
+def test_adams_step_counters_are_host_operations_on_the_stand_in_not_syncs():
+    # non-fused, non-capturable Adam keeps its step counters on the CPU and reads them with .item()
+    model = nn.Linear(4, 3).to("meta")
+    optimiser = torch.optim.Adam(model.parameters(), lr=0.1, foreach=False)
+    x = torch.ones(8, 4, device="meta")
+
+    def step():
+        optimiser.zero_grad()
+        model(x).sum().backward()
+        optimiser.step()
+    step()
+    found = census.of(step, "meta").summary()
+    reads = [o for o in found["ops"] if o["op"] == "aten._local_scalar_dense"]
+    assert reads and all(o["where"] == "cpu" and not o["sync"] and not o["kernel"] for o in reads)
+    assert found["syncs"] == 0 and len(found["stretches"]) == 1
+    counter = _op(found, "aten.add_", where="cpu")  # step += 1 on the host: it does work there, not on the device
+    assert counter["launches"] and not counter["kernel"] and counter["flops"] == 1
+
+
+def test_operations_that_return_nothing_but_write_their_arguments_are_kernels():
+    tensors = [torch.ones(3, device="meta"), torch.ones(5, device="meta")]
+    found = census.of(lambda: torch._foreach_add_(tensors, 1.0), "meta").summary()
+    assert (found["kernels"], found["flops"]) == (1, 8)
+
+
+def test_meta_outputs_reused_from_the_cache_have_the_kernels_metadata():
+    a = torch.empty(6, 4, device="meta").t()  # strided, not contiguous
+    b = torch.empty(4, 1, device="meta", dtype=torch.float64)
+    expected = [a + b, a.sum(dim=0), torch.max(a, dim=1)]
+    with census.Census("meta"):
+        for _ in range(2):  # the second call of each comes from the cache
+            found = [a + b, a.sum(dim=0), torch.max(a, dim=1)]
+            same = a.mul_(2.5)
+    assert same is a
+    flat = [found[0], found[1], *found[2]]
+    for got, want in zip(flat, [expected[0], expected[1], *expected[2]]):
+        assert (got.shape, got.stride(), got.dtype, got.device.type) == (want.shape, want.stride(), want.dtype, "meta")
+    assert type(found[2]) is type(expected[2])

@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -109,3 +111,15 @@ def test_on_a_gpu_the_device_and_the_host_are_each_checked(monkeypatch, device_b
     assert skipped.value.metrics == {"estimated_bytes": device_bytes, "free_bytes": 8e9,
                                      "estimated_host_bytes": host_bytes, "free_host_bytes": 10e9}
     assert check_memory("cuda:1", 0.5, 1e9) == {"estimated_bytes": 1e9, "free_bytes": 8e9}  # nothing on the host
+
+
+def test_the_stand_in_plays_a_cuda_gpu():
+    assert devices.STAND_IN == "meta" and devices.is_stand_in("meta") and not devices.is_stand_in("cpu")
+    assert devices.plays("meta") == "cuda" and devices.plays("cuda:1") == "cuda" and devices.plays("cpu") == "cpu"
+    assert devices.is_accelerator("meta") and not devices.is_accelerator("cpu")
+    assert devices.free_memory("meta") == math.inf  # it allocates nothing: no point is skipped for memory
+    host = torch.ones(3)
+    assert devices.pin(host, "meta") is host and devices.pin(host, "cpu") is host
+    assert devices.generator("meta", 3).device.type == "cpu"
+    assert torch.equal(torch.randperm(5, generator=devices.generator("meta", 3)),
+                       torch.randperm(5, generator=torch.Generator().manual_seed(3)))

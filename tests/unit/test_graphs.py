@@ -83,3 +83,14 @@ def test_a_starting_point_puts_weights_and_a_fresh_optimiser_state_back_in_place
     start.restore()
     assert model.weight is first and torch.equal(model.weight, before)  # the same tensor, its old values
     assert all(not v.any() for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v))
+
+
+def test_a_graph_on_the_stand_in_is_the_eager_step_in_the_replay_range():
+    calls = []
+    replay, error = graphs.replay_or_eager(lambda: calls.append(1), "meta", [])
+    assert error is None
+    with torch.autograd.profiler.profile() as profile:
+        replay()
+    assert calls == [1] and graphs.REPLAY_RANGE in {e.name for e in profile.function_events}
+    step = calls.clear
+    assert graphs.replay_or_eager(step, "meta", [], enabled=False) == (step, None)

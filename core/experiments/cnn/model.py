@@ -187,9 +187,9 @@ class Tuned:
         self.model, self.loss, self.device, self.batch = model, loss, device, batch
         self.x, self.y = x.to(device), y.to(device)
         self.steps = len(x) // batch
-        self.generator = torch.Generator(device=device).manual_seed(seed)
-        self.fused = devices.kind(device) in ("cpu", "cuda")
-        capturable = cuda_graph and devices.kind(device) == "cuda"
+        self.generator = devices.generator(device, seed)
+        self.fused = devices.plays(device) in ("cpu", "cuda")
+        capturable = cuda_graph and devices.plays(device) == "cuda"
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=self.fused, capturable=capturable)
         self.loss_sum = torch.zeros((), device=device)
         self.step, self.graphed, self.graph_error = self._replay_or_eager(cuda_graph)

@@ -109,10 +109,10 @@ def call(variant: str, device: str, a: np.ndarray, b: np.ndarray):
         return (lambda: ta @ tb), 0
     pinned = variant.endswith("pinned")
     host_a, host_b = torch.from_numpy(a), torch.from_numpy(b)
+    host_out = torch.empty_like(host_a)
     if pinned:
-        host_a, host_b = host_a.pin_memory(), host_b.pin_memory()
+        host_a, host_b, host_out = (devices.pin(t, device) for t in (host_a, host_b, host_out))
     dev_a, dev_b = host_a.to(device), host_b.to(device)
-    host_out = torch.empty_like(host_a, pin_memory=pinned)
     nbytes = a.nbytes
     if variant == "torch resident":
         return (lambda: dev_a @ dev_b), 0

@@ -63,7 +63,7 @@ class Trainer:
         x, y = grid_data(side)
         self.mode, self.device = mode, device
         self.model = initial_network(seed).to(device)
-        self.wants_graph = mode == TUNED and devices.kind(device) == "cuda"
+        self.wants_graph = mode == TUNED and devices.plays(device) == "cuda"
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr, capturable=self.wants_graph)
         self.start = graphs.StartingPoint(self.model.parameters(), self.optimizer)
         self.x, self.y = x.to(device), y.to(device)

@@ -1,0 +1,155 @@
+"""Your own model, predicted: `python -m core predict --model path/to/file.py:build_fn --input 512x84`.
+The file is the user's own code, run in the user's own process (the CLI only, never from the browser,
+refused on a read-only instance). Its unit is one call: a forward pass under no_grad, or with `train` a
+training step (forward, the output's mean as the loss, backward, an Adam step).
+
+Every census here is taken on the meta device, which computes nothing: a batch of a million rows costs
+no more to count than a batch of one. On the GPU's stand-in each call first copies its input from pageable
+host memory, as a loop over host data does; on the CPU the input is where it is used."""
+import importlib.util
+import math
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+import torch
+
+from core import census, costmodel, devices, settings, standin
+from core.params import ConfigError, clip, shown
+
+MAX_DIMS = 8
+MAX_ELEMENTS = 2**34  # the input is only ever built on the meta device: this bounds nothing but typos
+SWEEP = tuple(2**i for i in range(17))  # batch sizes tried for the crossover: 1 .. 65,536
+
+
+def parse_input(text: str) -> tuple[int, ...]:
+    """'512x84' -> (512, 84): whole numbers >= 1 joined by x, the first the batch size."""
+    parts = text.lower().replace("×", "x").split("x")
+    if not (1 <= len(parts) <= MAX_DIMS) or not all(p.strip().isdigit() for p in parts):
+        raise ConfigError("--input", f"{shown(text)} is not a shape such as 512x84 (1 to {MAX_DIMS} whole numbers "
+                                     f"joined by x, the first the batch size)")
+    shape = tuple(int(p) for p in parts)
+    if min(shape) < 1 or math.prod(shape) > MAX_ELEMENTS:
+        raise ConfigError("--input", f"{shown(text)}: every size must be >= 1 and the input at most "
+                                     f"{MAX_ELEMENTS:,} elements")
+    return shape
+
+
+def load(spec: str) -> torch.nn.Module:
+    """Build the model named by 'path/to/file.py:build_fn' (build_fn() returns a torch.nn.Module)."""
+    settings.require_writable("running your own model file")
+    path_text, sep, name = spec.rpartition(":")
+    if not sep or not path_text or not name.isidentifier():
+        raise ConfigError("--model", f"{clip(spec)} is not path/to/file.py:build_fn")
+    path = Path(path_text)
+    if path.suffix != ".py" or not path.is_file():
+        raise ConfigError("--model", f"{clip(path_text)} is not a Python file here")
+    module = _import(path)
+    build = getattr(module, name, None)
+    if not callable(build):
+        raise ConfigError("--model", f"{clip(path_text)} has no function {clip(name)}")
+    try:
+        model = build()
+    except Exception as e:  # the user's own code: whatever it raises is reported, not a traceback
+        raise ConfigError("--model", f"{clip(name)}() raised {type(e).__name__}: {clip(str(e), 200)}") from None
+    if not isinstance(model, torch.nn.Module):
+        raise ConfigError("--model", f"{clip(name)}() returned a {type(model).__name__}, not a torch.nn.Module")
+    return model
+
+
+def _import(path: Path):
+    name = f"crossover_user_model_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # the user's file failed to import
+        raise ConfigError("--model", f"{clip(str(path))} failed to import: {type(e).__name__}: "
+                                     f"{clip(str(e), 200)}") from None
+    return module
+
+
+def take(model: torch.nn.Module, shape: tuple[int, ...], train: bool, on_gpu: bool) -> dict:
+    """The census of one call on the meta device: on the GPU's stand-in (`on_gpu`) the input is copied in
+    from pageable host memory first."""
+    model = model.to(devices.STAND_IN)
+    optimizer = torch.optim.Adam(model.parameters()) if train else None
+    # On the host, one element seen at every index: the copy is counted at its full size, never allocated.
+    host_input = torch.empty(1).expand(shape) if on_gpu else torch.empty(shape, device=devices.STAND_IN)
+
+    def call():
+        x = host_input.to(devices.STAND_IN)
+        if optimizer is None:
+            with torch.no_grad():
+                return model(x)
+        loss = _first_tensor(model(x)).float().mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    try:
+        with standin.playing_cuda() if on_gpu else nullcontext():  # Adam takes its CUDA path on the stand-in
+            call()  # lazy modules and the optimiser's state come to be on the first call
+            return census.of(call, devices.STAND_IN).summary()
+    except (RuntimeError, TypeError, ValueError, NotImplementedError) as e:
+        raise ConfigError("--model", f"one {'training step' if train else 'forward'} on input "
+                                     f"{'x'.join(map(str, shape))} failed: {type(e).__name__}: {clip(str(e), 200)}") from None
+
+
+def _first_tensor(output) -> torch.Tensor:
+    if isinstance(output, torch.Tensor):
+        return output
+    for item in (output.values() if isinstance(output, dict) else output):
+        if isinstance(item, torch.Tensor):
+            return item
+    raise TypeError("the model's output holds no tensor to train on")
+
+
+def with_batch(shape: tuple[int, ...], batch: int) -> tuple[int, ...]:
+    return (batch,) + shape[1:]
+
+
+def predict(model: torch.nn.Module, shape: tuple[int, ...], train: bool, targets: list) -> list[dict]:
+    """Per target (a core.hardware.Target): the predicted seconds of one call and its parts; for a GPU, the
+    batch size from which it beats the first CPU target (each predicted over SWEEP), or None."""
+    censuses = {}
+
+    def census_at(batch: int, on_gpu: bool) -> dict:
+        if (batch, on_gpu) not in censuses:
+            censuses[batch, on_gpu] = take(model, with_batch(shape, batch), train, on_gpu)
+        return censuses[batch, on_gpu]
+
+    cpu = next((t for t in targets if t.gpu is None), None)
+    found = []
+    for target in targets:
+        on_gpu = target.gpu is not None
+        prediction = costmodel.predict(census_at(shape[0], on_gpu), target)
+        entry = {"device": target.name, "hardware": target.title, "variant": "training step" if train else "forward",
+                 "params": {"input": "x".join(map(str, shape))}, "predicted_s": prediction.seconds,
+                 "parts": prediction.parts}
+        if on_gpu and cpu is not None:
+            sweep = [(b, costmodel.predict(census_at(b, False), cpu).seconds,
+                      costmodel.predict(census_at(b, True), target).seconds) for b in SWEEP]
+            entry |= {"crossover_batch": costmodel.crossover(sweep), "crossover_against": cpu.title}
+        found.append(entry)
+    return found
+
+
+def report_text(found: list[dict], spec: str, train: bool) -> str:
+    """The report for people: per target its predicted time and parts, and for a GPU its crossover."""
+    what = "one training step (forward, mean loss, backward, Adam)" if train else "one forward (no_grad)"
+    lines = [f"{clip(spec)}: {what} on input {found[0]['params']['input']}, predicted (not measured):"]
+    for entry in found:
+        parts = ", ".join(f"{part} {seconds / entry['predicted_s']:.0%}" for part, seconds in
+                          sorted(entry["parts"].items(), key=lambda item: -item[1])
+                          if entry["predicted_s"] and seconds / entry["predicted_s"] >= 0.005)
+        line = f"  {entry['hardware']}: {entry['predicted_s'] * 1e3:.3g} ms ({parts})"
+        if "crossover_batch" in entry:
+            batch = entry["crossover_batch"]
+            line += (f"; faster than {entry['crossover_against']} from batch {batch:,}" if batch else
+                     f"; not faster than {entry['crossover_against']} at any batch up to {SWEEP[-1]:,}")
+        lines.append(line)
+    lines.append("The GPU's figures include copying the input from pageable host memory each call; the "
+                 f"crossover compares one call at each batch size {SWEEP[0]} to {SWEEP[-1]:,}.")
+    return "\n".join(lines)

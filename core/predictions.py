@@ -1,0 +1,203 @@
+"""The cost model's predictions where users see them: an experiment's points predicted on any hardware
+(`python -m core predict`), the predicted GPU rows beside the measured ones (the pages), and the model's
+accuracy on every machine that measured and calibrated (the Predictions page, the benchmark).
+
+A predicted row is never a measurement: its `provenance` is "predicted", its device the stand-in
+(`devices.STAND_IN`), its `device_name` the hardware with "(predicted)", and it holds no samples."""
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+
+from core import costmodel, devices, hardware, results, standin
+from core.timing import call_text
+from core.experiments.base import Experiment, Point
+
+PREDICTED, MEASURED = "predicted", "measured"
+WITHIN = 1.5  # the accuracy target on a machine that measured: predicted within this factor of measured
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """One point predicted on one target: the point, its unit and per_call, and the prediction (None with
+    `error` when the census or the model could not give one)."""
+    point: Point
+    unit: str | None
+    per_call: int
+    prediction: costmodel.Prediction | None
+    error: str | None = None
+
+    def to_dict(self, target: hardware.Target) -> dict:
+        found = self.prediction
+        return {"device": target.name, "hardware": target.title, "variant": self.point.variant,
+                "params": self.point.params, "unit": self.unit, "per_call": self.per_call,
+                "predicted_s": found.seconds if found else None,
+                "parts": found.parts if found else None, "error": self.error}
+
+
+def plan(experiment: Experiment, config: dict, target: hardware.Target) -> list[Point]:
+    """The points a target runs: a GPU's through its stand-in, a CPU's on the CPU."""
+    return standin.points(experiment, config) if target.gpu else experiment.plan(config, ["cpu"])
+
+
+def predict_points(experiment: Experiment, config: dict, target: hardware.Target,
+                   progress: Callable[[Point], None] = None) -> list[Predicted]:
+    """Take each point's census (on the stand-in for a GPU, on the CPU for a CPU) and predict it."""
+    found = []
+    for point in plan(experiment, config, target):
+        entry = standin.entry(experiment, point, config)
+        found.append(_predicted(point, entry, target))
+        if progress:
+            progress(point)
+    return found
+
+
+def _predicted(point: Point, entry: dict, target: hardware.Target) -> Predicted:
+    census = entry.get("census") or {}
+    why = census.get("skipped") or census.get("error")
+    if why:
+        return Predicted(point, entry.get("unit"), entry.get("per_call", 1), None, why)
+    try:
+        return Predicted(point, entry.get("unit"), entry.get("per_call", 1), costmodel.predict(census, target))
+    except costmodel.PredictionError as e:
+        return Predicted(point, entry.get("unit"), entry.get("per_call", 1), None, str(e))
+
+
+# -- the pages: predicted rows beside the measured ones ---------------------------------------------------
+def standin_rows(records: list[dict], experiment: str, target: hardware.Target) -> pd.DataFrame:
+    """The predicted rows of every record of `experiment` that holds stand-in censuses, in the rows
+    frame's columns (results.rows_frame), predicted on `target` (a GPU)."""
+    flat = []
+    for record in records:
+        if record["experiment"] != experiment:
+            continue
+        meta = results.record_summary(record)
+        for entry in record.get("standin") or ():
+            point = Point(devices.STAND_IN, entry["variant"], entry["params"])
+            flat.append(_row(meta, _predicted(point, entry, target), target))
+    return pd.DataFrame(flat) if flat else pd.DataFrame(columns=[*results.BASE_COLUMNS, "provenance", "hardware"])
+
+
+def _row(meta: dict, found: Predicted, target: hardware.Target) -> dict:
+    prediction = found.prediction
+    parts = dict(prediction.parts) if prediction else {}
+    parts["host"] = parts.get("host", 0.0) + parts.pop("launches", 0.0)  # the measured breakdown's host holds launches
+    base = {**meta, "device": devices.STAND_IN, "device_name": f"{target.gpu.title} (predicted)",
+            "variant": found.point.variant, "point": results.point_key(found.point.params),
+            "point_status": "ok" if prediction else "error", "error": found.error, "unit": found.unit,
+            "per_call": found.per_call, "per_sample": call_text(found.unit, found.per_call) if found.unit else None,
+            "median_s": prediction.seconds if prediction else None, "provenance": PREDICTED,
+            "hardware": target.title,
+            **{f"time_{part}_s": seconds for part, seconds in parts.items() if part != "launches"}}
+    return {**found.point.params, **base}
+
+
+TIME_METRIC = re.compile(r"(_s|_ms|_us)$|^(s|ms|us|seconds)_")  # a metric in time units: step_s, us_per_epoch
+NOT_PREDICTED = ("first_epoch_s",)  # start-up and warm-up: a prediction of one warm sample says nothing of it
+
+
+def with_twin_metrics(predicted: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """Predicted rows with the metrics of their CPU twin (the same run, variant and point, measured on the
+    CPU) that a prediction can give: a time metric (by its name's unit) scaled by predicted / measured
+    median, and what describes the point rather than its outcome (whole numbers, text, flags: steps per
+    epoch, roles, syncs per epoch). Losses and other measured figures stay empty."""
+    if predicted.empty or rows.empty:
+        return predicted
+    twins = rows[(rows["device"] == "cpu") & (rows["point_status"] == "ok")].set_index(["run_id", "variant", "point"])
+    metrics = [c for c in rows.columns if c not in results.BASE_COLUMNS and c not in predicted.columns]
+    filled = []
+    for _, row in predicted.iterrows():
+        key = (row["run_id"], row["variant"], row["point"])
+        extra = {}
+        if key in twins.index and row["median_s"] is not None:
+            twin = twins.loc[[key]].iloc[-1]
+            scale = row["median_s"] / twin["median_s"]
+            for name in metrics:
+                extra[name] = _twin_metric(name, twin[name], scale)
+        filled.append({**row.to_dict(), **{k: v for k, v in extra.items() if v is not None}})
+    return pd.DataFrame(filled)
+
+
+def _twin_metric(name: str, value, scale: float):
+    if name in NOT_PREDICTED or value is None or (isinstance(value, float) and pd.isna(value)):
+        return None
+    if isinstance(value, bool) or isinstance(value, str):
+        return value
+    if TIME_METRIC.search(name) and isinstance(value, (int, float)):
+        return value * scale
+    return value if isinstance(value, int) or (isinstance(value, float) and value.is_integer()) else None
+
+
+# -- accuracy where a machine measured ----------------------------------------------------------------------
+ACCURACY_COLUMNS = ["experiment", "machine_id", "machine", "device", "device_name", "variant", "point", "unit",
+                    "per_call", "measured_s", "predicted_s", "ratio", "within", "hardware"]
+
+
+def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
+    """For every measured point with a census, on a machine with a calibrated profile: the prediction for
+    that machine's own device beside the measured median. `ratio` = predicted / measured; `within`: the
+    ratio is within WITHIN either way. Only each machine's latest complete run per experiment and preset
+    (`latest_only`), so that a point counts once."""
+    targets: dict[tuple[str, str], hardware.Target | None] = {}
+    flat = []
+    for record in _latest(records) if latest_only else records:
+        meta = results.record_summary(record)
+        for row in record["rows"]:
+            census = row.get("census") or {}
+            if row.get("status", "ok") != "ok" or "stretches" not in census or not row.get("median"):
+                continue
+            key = (record["machine_id"], row["device"])
+            if key not in targets:
+                targets[key] = _own_target(*key)
+            target = targets[key]
+            if target is None:
+                continue
+            try:
+                predicted = costmodel.predict(census, target).seconds
+            except costmodel.PredictionError:  # a census this version cannot read: not a point to check against
+                continue
+            ratio = predicted / row["median"]
+            flat.append({"experiment": meta["experiment"], "machine_id": meta["machine_id"], "machine": meta["machine"],
+                         "device": row["device"], "device_name": results.device_name(record, row["device"]),
+                         "variant": row["variant"], "point": results.point_text(row.get("params", {})),
+                         "unit": row.get("unit"), "per_call": row.get("per_call", 1), "measured_s": row["median"],
+                         "predicted_s": predicted, "ratio": ratio, "within": 1 / WITHIN <= ratio <= WITHIN,
+                         "hardware": target.title})
+    return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
+
+
+def _latest(records: list[dict]) -> list[dict]:
+    chosen = {}
+    for record in sorted(records, key=lambda r: r.get("started") or ""):
+        if record["status"] == "complete":
+            chosen[(record["machine_id"], record["experiment"], record.get("preset"))] = record
+    return list(chosen.values())
+
+
+def _own_target(machine_id: str, device: str) -> hardware.Target | None:
+    """A machine's own device as a target, or None when the machine has no calibrated profile for it."""
+    name = machine_id if device == "cpu" else f"{machine_id}:{device}"
+    try:
+        return hardware.resolve(name, host=machine_id)
+    except hardware.HardwareError:
+        return None
+
+
+def summary(frame: pd.DataFrame) -> dict:
+    """Points, the median ratio, the worst (farthest from 1 either way) and the share within WITHIN."""
+    if frame.empty:
+        return {"points": 0, "median_ratio": None, "worst_ratio": None, "share_within": None}
+    off = frame["ratio"].map(lambda r: max(r, 1 / r))
+    return {"points": len(frame), "median_ratio": float(frame["ratio"].median()),
+            "worst_ratio": float(frame["ratio"][off.idxmax()]), "share_within": float(frame["within"].mean())}
+
+
+def accuracy_text(frame: pd.DataFrame, device_kind: str = "cpu") -> str:
+    """'on this machine's CPU the model predicted 41 points: median ratio 1.1, 93% within 1.5x'."""
+    part = frame[frame["device"].map(devices.kind) == device_kind] if len(frame) else frame
+    found = summary(part)
+    if not found["points"]:
+        return f"no {device_kind.upper()} point measured with a census and a calibrated profile yet to check it against"
+    return (f"checked against {found['points']} measured {device_kind.upper()} points: median predicted/measured "
+            f"{found['median_ratio']:.2f}, {found['share_within']:.0%} within {WITHIN:g}x, worst {found['worst_ratio']:.2f}")

@@ -1,0 +1,305 @@
+"""The cost model validated against the write-ups: every published timing figure (unit "s" in
+core/published.json) predicted on the hardware its write-up names, beside the published figure.
+
+Each experiment with published timing figures declares in `<package>/writeup.py` how each is replicated
+(`Replica`: the write-up's own variant, a configuration small enough to census in seconds, and the exact
+scale from one predicted sample to the published quantity, or a `Fit` through several censused sizes when
+the write-up's size is too large to census), or why it cannot be (`Unreplicated`). A GPU figure is
+predicted from the stand-in's census (core.standin) on the write-up's GPU driven by its CPU; a CPU figure
+from the CPU's census on the write-up's CPU (core.hardware). `validate` takes each census once, however
+many figures share it; `save`/`load` keep the table under results/<machine id>/predictions/ (a subfolder:
+the record loader globs */*.json)."""
+import importlib
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import pandas as pd
+
+from core import costmodel, devices, experiments, hardware, published, results, settings, standin, timing, versions
+from core.experiments.base import Experiment, Point
+
+SCHEMA_VERSION = 1
+SUBFOLDER = "predictions"
+FILE_NAME = "writeups.json"
+TIMING_UNIT = "s"
+WITHIN = 2.0  # a prediction within this factor of the published figure counts as close
+# A census counts operations, which torch's intra-op threads do not change: one thread keeps the CPU's censuses
+# quick on a busy machine, where threads contend.
+CENSUS_THREADS = 1
+COLUMNS = ("id", "experiment", "quantity", "device", "target", "assumed", "assumption", "published", "predicted",
+           "unit", "ratio", "within_2x", "how", "method", "error")
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A size too large to census: the predicted sample at each of `censused` values of the swept parameter
+    `param`, fitted to the time model `terms` (value -> its terms) with `fit` ((terms per value, seconds per
+    value) -> coefficients), evaluated at the published value. `formula` says the model in words."""
+    param: str
+    censused: tuple[int, ...]
+    terms: Callable[[int], tuple[float, ...]]
+    fit: Callable[[list[tuple[float, ...]], list[float]], object]
+    formula: str
+
+
+@dataclass(frozen=True)
+class Replica:
+    """How one published timing figure is replicated: the point (`variant`, swept `params`) of `preset`
+    with `overrides`, censused on the device the figure was timed on; published quantity = `scale` x one
+    predicted sample (after `fit`, when there is one). `how` says the scale in words; `method` says where the
+    write-up's own method (its clock, its loop) explains a gap between the two, from its text."""
+    figure: str
+    variant: str
+    params: dict
+    scale: float
+    how: str
+    preset: str = "smoke"
+    overrides: dict = field(default_factory=dict)
+    method: str = ""
+    fit: Fit | None = None
+
+
+@dataclass(frozen=True)
+class Unreplicated:
+    """A published timing figure no prediction can stand beside, and why."""
+    figure: str
+    why: str
+
+
+Declaration = Replica | Unreplicated
+
+
+# -- the declarations -------------------------------------------------------------------------------------
+def timing_figures() -> list[dict]:
+    """Every published figure in seconds."""
+    figures = published.load()
+    return [published.entry(i) for i in figures.loc[figures["unit"] == TIMING_UNIT, "id"]]
+
+
+def _writeup_module(experiment: Experiment):
+    package = sys.modules[type(experiment).__module__].__package__
+    try:
+        return importlib.import_module(f"{package}.writeup")
+    except ModuleNotFoundError as e:
+        if e.name == f"{package}.writeup":
+            return None
+        raise
+
+
+def declarations() -> dict[str, Declaration]:
+    """Every declaration of every registered experiment, by figure id."""
+    found: dict[str, Declaration] = {}
+    for experiment in experiments.registry().values():
+        module = _writeup_module(experiment)
+        for declared in (*getattr(module, "REPLICAS", ()), *getattr(module, "UNREPLICATED", ())):
+            if declared.figure in found:
+                raise ValueError(f"{experiment.name}/writeup.py: figure '{declared.figure}' is declared twice")
+            found[declared.figure] = declared
+    return found
+
+
+def replicas() -> list[tuple[dict, Declaration | None]]:
+    """Every published timing figure with its declaration (None where its experiment declares none)."""
+    declared = declarations()
+    return [(entry, declared.get(entry["id"])) for entry in timing_figures()]
+
+
+# -- targets and censuses ---------------------------------------------------------------------------------
+def figure_target(entry: dict) -> tuple[hardware.Target, bool, str]:
+    """The hardware a figure was timed on (a GPU figure's GPU driven by the write-up's CPU, a CPU figure's CPU
+    alone), whether the catalogue assumed it (the write-up does not name it) and the catalogue's note."""
+    target, note = hardware.writeup_target(entry["source"])
+    assumed = bool(hardware.catalogue().writeups[entry["source"]]["assumed"])
+    if entry["device"] == "GPU":
+        return target, assumed, note
+    return hardware.Target(target.host), assumed, note
+
+
+def census_points(replica: Replica, device: str) -> list[Point]:
+    """The points whose censuses a replica needs: its own, or one per censused value of its fit."""
+    if replica.fit is None:
+        return [Point(device, replica.variant, dict(replica.params))]
+    return [Point(device, replica.variant, replica.params | {replica.fit.param: value})
+            for value in replica.fit.censused]
+
+
+def census_device(entry: dict) -> str:
+    """Where a figure's census is taken: a GPU figure's on the stand-in, a CPU figure's on the CPU."""
+    return devices.STAND_IN if entry["device"] == "GPU" else "cpu"
+
+
+def _key(experiment: Experiment, point: Point, config: dict) -> str:
+    return json.dumps([experiment.name, point.device, point.variant, point.params, config], sort_keys=True,
+                      default=list)
+
+
+def _census_of(taken: dict) -> dict:
+    """What standin.take returned, or ValueError with the reason when the point was skipped or failed."""
+    why = taken.get("skipped") or taken.get("error")
+    if why:
+        raise ValueError(why)
+    return taken
+
+
+class Censuses:
+    """Censuses taken once per (experiment, point, configuration), however many figures share them."""
+
+    def __init__(self, take: Callable[[Experiment, Point, dict], dict] = None, progress: Callable = None):
+        self.take = take or standin.take
+        self.progress = progress
+        self.taken: dict[str, dict] = {}
+
+    def get(self, experiment: Experiment, point: Point, config: dict) -> dict:
+        key = _key(experiment, point, config)
+        if key not in self.taken:
+            with timing.intra_op_threads(CENSUS_THREADS):
+                self.taken[key] = self.take(experiment, point, config)
+            if self.progress:
+                self.progress(point)
+        return self.taken[key]
+
+
+def predicted_quantity(replica: Replica, samples: list[float], at: dict) -> float:
+    """The published quantity from the predicted samples of `census_points` (one, or one per fitted value),
+    `at` the published figure's params."""
+    if replica.fit is None:
+        return replica.scale * samples[0]
+    fit = replica.fit
+    coefficients = fit.fit([fit.terms(v) for v in fit.censused], samples)
+    value = at[fit.param]
+    return replica.scale * sum(float(c) * t for c, t in zip(coefficients, fit.terms(value)))
+
+
+# -- validation -------------------------------------------------------------------------------------------
+def _row(entry: dict, replica: Declaration | None, target_title: str = "", assumed: bool = False,
+         note: str = "") -> dict:
+    return {"id": entry["id"], "experiment": entry["experiment"], "quantity": entry["quantity"],
+            "device": entry["device"], "target": target_title, "assumed": assumed, "assumption": note,
+            "published": float(entry["value"]), "predicted": math.nan, "unit": entry["unit"],
+            "ratio": math.nan, "within_2x": False,
+            "how": replica.how if isinstance(replica, Replica) else "",
+            "method": replica.method if isinstance(replica, Replica) else "", "error": None}
+
+
+def _validated(entry: dict, replica: Declaration | None, censuses: Censuses) -> dict:
+    if replica is None:
+        return _row(entry, None) | {"error": f"{entry['experiment']}/writeup.py declares no replica"}
+    if isinstance(replica, Unreplicated):
+        return _row(entry, replica) | {"error": f"not replicated: {replica.why}"}
+    target, assumed, note = figure_target(entry)
+    row = _row(entry, replica, target.title, assumed, note)
+    experiment = experiments.get(entry["experiment"])
+    try:
+        config = experiment.config(replica.preset, replica.overrides)
+        samples = [costmodel.predict(_census_of(censuses.get(experiment, point, config)), target).seconds
+                   for point in census_points(replica, census_device(entry))]
+    except ValueError as e:  # a skipped or failed census, a census the model refuses (PredictionError)
+        return row | {"error": str(e)}
+    predicted = predicted_quantity(replica, samples, entry["params"])
+    ratio = predicted / row["published"]
+    return row | {"predicted": predicted, "ratio": ratio, "within_2x": 1 / WITHIN <= ratio <= WITHIN}
+
+
+def validate(progress: Callable = None, take: Callable[[Experiment, Point, dict], dict] = None,
+             only: Iterable[str] = None) -> pd.DataFrame:
+    """One row per published timing figure (COLUMNS; `only` these ids when given): its prediction on the
+    write-up's hardware beside the published figure. `progress(point)` is told of each census taken; `take`
+    replaces standin.take (tests). The frame's attrs hold the seconds it took and the censuses taken."""
+    wanted = None if only is None else set(only)
+    unknown = sorted((wanted or set()) - {entry["id"] for entry in timing_figures()})
+    if unknown:
+        raise ValueError(f"only: {', '.join(unknown)} is no published timing figure")
+    started = time.perf_counter()
+    censuses = Censuses(take, progress)
+    frame = pd.DataFrame([_validated(entry, replica, censuses) for entry, replica in replicas()
+                          if wanted is None or entry["id"] in wanted], columns=list(COLUMNS))
+    frame.attrs["seconds"] = time.perf_counter() - started
+    frame.attrs["censuses"] = len(censuses.taken)
+    return frame
+
+
+def summary(frame: pd.DataFrame, device: str = "GPU") -> dict:
+    """How close the predictions of one device's figures came: how many were predicted, the share within
+    2x of the published figure, the median ratio and the worst figure (the ratio farthest from 1)."""
+    rows = frame[(frame["device"] == device) & frame["ratio"].notna()]
+    if rows.empty:
+        return {"device": device, "figures": 0, "within_2x": None, "median_ratio": None, "worst": None}
+    worst = rows.loc[rows["ratio"].map(lambda r: abs(math.log(r)) if r > 0 else math.inf).idxmax()]
+    return {"device": device, "figures": len(rows), "within_2x": float(rows["within_2x"].mean()),
+            "median_ratio": float(statistics.median(rows["ratio"])),
+            "worst": {"id": worst["id"], "ratio": float(worst["ratio"])}}
+
+
+def summary_text(frame: pd.DataFrame, device: str = "GPU") -> str:
+    found = summary(frame, device)
+    if not found["figures"]:
+        return f"no {device} figure predicted"
+    return (f"{device}: {found['within_2x']:.0%} of {found['figures']} figures within {WITHIN:g}x, median "
+            f"ratio {found['median_ratio']:.2f}, worst {found['worst']['id']} (x{found['worst']['ratio']:.2f})")
+
+
+def report_text(frame: pd.DataFrame) -> str:
+    """The table (id, published, predicted, ratio, the hardware: named by the write-up or assumed) and the
+    summaries, for a terminal."""
+    width = max([len("id"), *frame["id"].map(len)])
+    lines = [f"{'id':<{width}}  {'published':>10}  {'predicted':>10}  {'ratio':>7}  {'hardware':<8}  target"]
+    for _, row in frame.iterrows():
+        if pd.isna(row["predicted"]):
+            lines.append(f"{row['id']:<{width}}  {row['published']:>10.4g}  {'-':>10}  {'-':>7}  {'':<8}  {row['error']}")
+            continue
+        lines.append(f"{row['id']:<{width}}  {row['published']:>10.4g}  {row['predicted']:>10.4g}  "
+                     f"{row['ratio']:>7.2f}  {'assumed' if row['assumed'] else 'named':<8}  {row['target']}")
+    lines += [summary_text(frame, "GPU"), summary_text(frame, "CPU")]
+    if frame.attrs.get("seconds") is not None:
+        lines.append(f"{frame.attrs.get('censuses', 0)} censuses in {frame.attrs['seconds']:.0f} s")
+    return "\n".join(lines)
+
+
+# -- the stored table -------------------------------------------------------------------------------------
+def path(machine_id: str = None) -> Path:
+    """results/<machine id>/predictions/writeups.json (this machine's by default)."""
+    return settings.results_dir() / (machine_id or devices.fingerprint()["machine_id"]) / SUBFOLDER / FILE_NAME
+
+
+def _plain(value):
+    """A cell as JSON holds it: a missing number as null."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def save(frame: pd.DataFrame) -> Path:
+    """Write the table with the code version and the date, atomically; refused when read-only."""
+    settings.require_writable("saving the write-up validation")
+    target = path()
+    results.write_atomic(target, {
+        "schema": SCHEMA_VERSION, "machine_id": target.parent.parent.name, "code_version": versions.code_version(),
+        "taken": results.now(), "seconds": frame.attrs.get("seconds"), "censuses": frame.attrs.get("censuses"),
+        "figures": [{column: _plain(row[column]) for column in COLUMNS} for _, row in frame.iterrows()]})
+    return target
+
+
+def load(machine_id: str = None) -> pd.DataFrame:
+    """The saved table (COLUMNS; a missing number as NaN), its code version, date and seconds in attrs;
+    ValueError saying why when there is none or it is not one."""
+    where = path(machine_id)
+    try:
+        data = json.loads(results.read_regular_file(where)[0])
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION or not isinstance(data.get("figures"), list):
+        raise ValueError(f"{where}: not a write-up validation of schema {SCHEMA_VERSION}")
+    missing = [c for c in COLUMNS if any(not isinstance(f, dict) or c not in f for f in data["figures"])]
+    if missing:
+        raise ValueError(f"{where}: a figure lacks the column '{missing[0]}'")
+    frame = pd.DataFrame(data["figures"], columns=list(COLUMNS))
+    for column in ("published", "predicted", "ratio"):
+        frame[column] = pd.to_numeric(frame[column]).astype(float)
+    frame.attrs.update({k: data.get(k) for k in ("machine_id", "code_version", "taken", "seconds", "censuses")})
+    return frame

@@ -1,0 +1,155 @@
+import os
+
+import pandas as pd
+import streamlit as st
+
+from core import charts, devices, experiments, predictions, profiles, settings, writeups
+from ui import data, predicted
+from ui.router import require_router
+
+require_router()
+
+st.title("Predictions")
+st.markdown("Crossover's cost model predicts the time of one unit of a workload on a piece of hardware from the "
+            "workload's census (every ATen operation, its FLOPs, bytes, copies and syncs) and the hardware's "
+            "figures: host overhead per operation, launches, compute, copies and syncs, host and GPU overlapping "
+            "between syncs. A GPU is predicted from a stand-in census (the workload built on PyTorch's meta "
+            "device), so no GPU is needed. Everything on this page marked predicted is the model's answer, not a "
+            "measurement.")
+records = data.records()
+here = devices.fingerprint()["machine_id"]
+
+
+def _ratio(value) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value:.2f}"
+
+
+def _share(value) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value:.0%}"
+
+
+# -- (a) accuracy where a machine measured ------------------------------------------------------------------
+st.header("How close the model comes where we measured")
+st.markdown(f"For every point measured with a census on a machine with a calibrated profile (each machine's "
+            f"latest complete run per experiment and preset), the model's prediction for that machine's own "
+            f"device beside the measured median: ratio = predicted / measured; the target is within "
+            f"{predictions.WITHIN:g}x either way.")
+accuracy = predictions.accuracy(records)
+calibrated = profiles.all()
+if here not in calibrated:
+    st.info(f"This machine has {profiles.missing_message()}; nothing of it can be checked yet.")
+for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *accuracy["machine_id"]]):
+    part = accuracy[accuracy["machine_id"] == machine_id]
+    name = devices.label(calibrated[machine_id]["fingerprint"]) if machine_id in calibrated else part["machine"].iloc[0]
+    st.markdown(f"**{machine_id}**{' (this machine)' if machine_id == here else ''}: {name}")
+    if part.empty:
+        st.caption("No measured point with a census the model can read yet (runs of this version record one): "
+                   "run an experiment on it (`python -m core run NAME --preset quick`).")
+        continue
+    found = predictions.summary(part)
+    points, median, within, worst = st.columns(4)
+    points.metric("points", found["points"])
+    median.metric("median predicted / measured", _ratio(found["median_ratio"]))
+    within.metric(f"within {predictions.WITHIN:g}x", _share(found["share_within"]))
+    worst.metric("worst ratio", _ratio(found["worst_ratio"]))
+if not accuracy.empty:
+    st.altair_chart(predicted.accuracy_chart(accuracy), width="stretch")
+    with st.expander("Every point checked"):
+        st.dataframe(accuracy.drop(columns=["machine_id"]), hide_index=True,
+                     column_config={"within": st.column_config.CheckboxColumn(f"within {predictions.WITHIN:g}x")})
+
+# -- (b) the write-ups ------------------------------------------------------------------------------------
+st.header("The write-ups' figures, predicted")
+st.markdown(f"Every timing figure the write-ups publish, predicted on the hardware the write-up names (its GPU "
+            f"driven by its CPU; an assumption where it does not say) beside the published figure: ratio = "
+            f"predicted / published, close when within {writeups.WITHIN:g}x. Where the write-up's own method (its "
+            f"clock, its loop) explains a gap, the method column says how.")
+validation = None
+if os.path.lexists(writeups.path()):  # a link or a pipe there is named, never followed
+    try:
+        validation = writeups.load()
+    except ValueError as e:  # a broken or foreign file: say which and why, as for a record
+        st.warning(f"The saved write-up validation cannot be read: {e}", icon="⚠️")
+if validation is None:
+    st.info("Not computed on this machine yet" + ("." if settings.read_only() else
+            ": `python -m core predict --writeups` takes the census of each figure's workload and saves the "
+            "table here (a minute or two)."))
+else:
+    for device in ("GPU", "CPU"):
+        found = writeups.summary(validation, device)
+        if found["figures"]:
+            figures, within, median, worst = st.columns(4)
+            figures.metric(f"{device} figures predicted", found["figures"])
+            within.metric(f"within {writeups.WITHIN:g}x", _share(found["within_2x"]))
+            median.metric("median predicted / published", _ratio(found["median_ratio"]))
+            worst.metric("worst", f"{found['worst']['id']} ({_ratio(found['worst']['ratio'])})")
+    st.dataframe(validation[["id", "experiment", "quantity", "device", "published", "predicted", "unit", "ratio",
+                             "within_2x", "target", "assumed", "assumption", "how", "method", "error"]],
+                 hide_index=True, column_config={
+                     "predicted": st.column_config.NumberColumn("predicted (model)", format="%.4g"),
+                     "published": st.column_config.NumberColumn(format="%.4g"),
+                     "ratio": st.column_config.NumberColumn(format="%.2f"),
+                     "within_2x": st.column_config.CheckboxColumn(f"within {writeups.WITHIN:g}x"),
+                     "target": st.column_config.TextColumn("hardware"),
+                     "assumption": st.column_config.TextColumn("assumption notes", width="large"),
+                     "method": st.column_config.TextColumn("the write-up's method", width="large")})
+    taken = validation.attrs.get("taken")
+    st.caption(f"Computed {taken or 'at an unknown date'} by `python -m core predict --writeups`; rerun it after "
+               "the model or the catalogue changes.")
+
+# -- (c) will a GPU help? -----------------------------------------------------------------------------------
+st.header("Will a GPU help?")
+st.markdown("Pick an experiment and one of its runs (a configuration measured with stand-in censuses): for each GPU "
+            "of the catalogue, its predicted time per unit against this run's measured CPU time, driven by this "
+            "machine's CPU, and from where along the swept parameter the GPU would be faster.")
+with_standin = {name: exp for name, exp in experiments.registry().items() if predicted.standin_runs(records, name)}
+if not with_standin:
+    st.info("No run with stand-in censuses in the results yet: a run of this version ends by taking the census of "
+            "every point a GPU would run" + ("." if settings.read_only() else ": rerun an experiment (its page's Run "
+                                              "button, or `python -m core run NAME --preset quick`)."))
+    st.stop()
+name = st.selectbox("Experiment", list(with_standin), format_func=lambda n: with_standin[n].title, key="help-experiment")
+runs = {r["run_id"]: r for r in predicted.standin_runs(records, name)}
+run_id = st.selectbox("Configuration (a run)", list(runs), key=f"help-run-{name}", format_func=lambda r: (
+    f"{r} · {runs[r].get('preset')} · {len(runs[r]['standin'])} stand-in points"
+    f"{' · this machine' if runs[r].get('machine_id') == here else ''}"))
+record = runs[run_id]
+if profiles.load() is None:
+    st.info("No prediction: " + profiles.missing_message() + ".")
+    st.stop()
+measured = predicted.measured_cpu(record)
+compared = predicted.every_gpu(record, measured)
+if compared.empty:
+    st.info(f"The model could not predict any stand-in point of run {run_id}: its censuses hold errors or skips.")
+    st.stop()
+params = predicted.swept(record)
+x = predicted.main_param(pd.concat([measured, compared]), params)
+others = [p for p in params if p != x]
+summary = compared.groupby("gpu", sort=False).agg(
+    points=("point", "size"), median_speedup=("speedup", "median"), best_speedup=("speedup", "max"))
+st.markdown(f"**Predicted speedup over {predicted.measured_label(record)}** per GPU over this run's points: CPU time / "
+            "predicted GPU time, above 1 the GPU would be faster; a variant the CPU does not run is set against the "
+            "fastest CPU variant at the same point.")
+st.dataframe(summary.reset_index(), hide_index=True, column_config={
+    "gpu": "GPU (predicted, driven by this machine's CPU)",
+    "median_speedup": st.column_config.NumberColumn("median predicted speedup", format="%.2f"),
+    "best_speedup": st.column_config.NumberColumn("best predicted speedup", format="%.2f")})
+if x:
+    st.markdown(f"**Where a GPU would start to win** along {x}: for each GPU (a column), the smallest {x} from which "
+                f"it is predicted faster than the measured CPU at every larger {x} of the run, or never.")
+    crossing = predicted.crossover_table(compared, x, others)
+    if len(crossing):
+        st.dataframe(crossing, hide_index=True)
+    else:
+        st.caption("No point of this run has both a measured CPU time and a prediction.")
+    variant = st.selectbox("Variant to draw", list(dict.fromkeys(compared["variant"])), key=f"help-variant-{name}")
+    long = predicted.chart_frame(compared[compared["variant"] == variant], predicted.measured_label(record), x,
+                                 others)
+    st.altair_chart(charts.measured_and_predicted(
+        long, x, title=f"{with_standin[name].title}, {variant}: measured CPU and every GPU predicted", x_title=x,
+        y_title=predicted.unit_text(long), tooltip=["variant", "CPU variant", "point"]), width="stretch")
+    st.caption("Solid lines, filled points: measured. Dashed lines, hollow points: predicted by the cost model for each "
+               "GPU driven by this machine's CPU, not measured.")
+with st.expander("Every point, every GPU"):
+    st.dataframe(predicted.comparison_table(compared).assign(GPU=compared["gpu"]), hide_index=True,
+                 column_config=predicted.FIGURES)

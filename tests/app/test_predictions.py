@@ -1,0 +1,137 @@
+"""Predictions in the app: the sidebar's GPU picker, an experiment page's predicted section and the
+Predictions page, on a smoke matmul run (with its stand-in censuses) and a quick calibration of this machine."""
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from core import calibrate, experiments, hardware, profiles, settings, writeups
+from tests.helpers import render, smoke_record
+
+SECTION = "What a GPU would do (predicted)"
+HEADINGS = ["How close the model comes where we measured", "The write-ups' figures, predicted", "Will a GPU help?"]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """One smoke matmul run (sizes 8 and 32: the stand-in points included) and one quick calibration of this
+    machine, taken once and copied into each test's results folder."""
+    folder = tmp_path_factory.mktemp("made")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(settings.RESULTS_ENV, str(folder))
+        smoke_record("matmul", sizes=(8, 32))
+        profiles.save(calibrate.take(["cpu"], quick=True, progress=False))
+    return folder
+
+
+def copy_in(made, results_dir, profile=True, standin=True):
+    shutil.copytree(made, results_dir, ignore=None if profile else shutil.ignore_patterns("calibration"))
+    if not standin:
+        for path in results_dir.glob("*/*.json"):
+            record = json.loads(path.read_text())
+            path.write_text(json.dumps(record | {"standin": []}))
+
+
+def chart_specs(at) -> list[str]:
+    return [chart.proto.spec for chart in at.get("vega_lite_chart")]
+
+
+def test_the_experiment_page_draws_the_predicted_gpu_beside_the_measured_cpu(made, results_dir):
+    copy_in(made, results_dir)
+    at = render("pages/matmul.py")
+    assert not at.exception
+    assert SECTION in [s.value for s in at.subheader]
+    rtx = hardware.writeup_target(experiments.get("matmul").source)[0]
+    label = f"predicted on {rtx.gpu.title} driven by this machine's CPU, not measured"
+    drawn = [spec for spec in chart_specs(at) if label in spec]
+    assert drawn and "measured on this machine's CPU" in drawn[0] and '"strokeDash"' in drawn[0]
+    caption = " ".join(c.value for c in at.caption)
+    assert "not measured" in caption and "The model on this machine: checked against" in caption
+    table = next(d.value for d in at.dataframe if "predicted GPU s/unit" in d.value.columns)
+    resident = table[table["variant"] == "torch resident"]
+    assert set(resident["point"]) == {"size=8", "size=32"}
+    assert (resident["predicted GPU s/unit"] > 0).all() and (resident["measured CPU s/unit"] > 0).all()
+    assert set(resident["CPU variant"]) <= {"numpy", "torch cpu"}  # the GPU-only variant against the fastest CPU one
+    copies = table[table["variant"] == "h2d pinned"]  # a copy: no CPU variant times one, so nothing to set against
+    assert (copies["predicted GPU s/unit"] > 0).all() and copies["measured CPU s/unit"].isna().all()
+    assert (resident["predicted speedup"] == resident["measured CPU s/unit"] / resident["predicted GPU s/unit"]).all()
+    assert resident["predicted parts"].str.contains("%").all()
+
+
+def test_without_stand_in_censuses_the_section_says_to_rerun(made, results_dir):
+    copy_in(made, results_dir, standin=False)
+    at = render("pages/matmul.py")
+    assert not at.exception and SECTION in [s.value for s in at.subheader]
+    assert any("No stand-in census" in i.value and "python -m core run matmul" in i.value for i in at.info)
+
+
+def test_without_a_profile_the_section_and_the_sidebar_say_how_to_calibrate(made, results_dir):
+    copy_in(made, results_dir, profile=False)
+    at = render("pages/matmul.py")
+    assert not at.exception
+    assert any("python -m core calibrate" in i.value for i in at.info)
+    at = render("streamlit_app.py")
+    assert not at.exception
+    assert any("python -m core calibrate" in c.value for c in at.sidebar.caption)
+
+
+def test_the_sidebar_picks_the_write_up_gpu_on_its_page_and_keeps_a_readers_pick(made, results_dir):
+    copy_in(made, results_dir)
+    at = render("streamlit_app.py")
+    picker = at.sidebar.selectbox(key="predict-on-widget")
+    assert picker.label == "Predict on" and picker.value == "a100-40gb-pcie"  # the catalogue's first by title
+    assert any("driven by this machine's CPU" in c.value for c in at.sidebar.caption)
+    at.switch_page("pages/cnn.py").run()
+    cnn_gpu = hardware.writeup_target(experiments.get("cnn").source)[0].gpu.name
+    assert at.sidebar.selectbox(key="predict-on-widget").value == cnn_gpu
+    at.sidebar.selectbox(key="predict-on-widget").set_value("t4").run()
+    at.switch_page("pages/matmul.py").run()
+    assert not at.exception
+    assert at.sidebar.selectbox(key="predict-on-widget").value == "t4"
+    assert any("predicted on T4 driven by this machine's CPU, not measured" in spec for spec in chart_specs(at))
+
+
+def test_the_predictions_page_checks_the_model_and_answers_will_a_gpu_help(made, results_dir):
+    copy_in(made, results_dir)
+    at = render("pages/predictions.py")
+    assert not at.exception
+    assert [h.value for h in at.header] == HEADINGS
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["points"] == "2"  # torch cpu at sizes 8 and 32 (numpy is untraced: no census)
+    assert "median predicted / measured" in metrics and "within 1.5x" in metrics
+    assert any("(this machine)" in m.value for m in at.markdown)
+    assert any("python -m core predict --writeups" in i.value for i in at.info)
+    specs = chart_specs(at)
+    assert any("band within 1.5x" in spec for spec in specs)
+    gpus = next(d.value for d in at.dataframe if "median_speedup" in d.value.columns)
+    assert {"T4", "RTX 3080 Ti", "H100 SXM"} <= set(gpus["gpu"]) and (gpus["median_speedup"] > 0).all()
+    crossing = next(d.value for d in at.dataframe if "size compared" in d.value.columns)
+    assert (crossing["size compared"] == "8 to 32").all() and {"T4", "H100 SXM"} <= set(crossing.columns)
+    assert crossing["T4"].isin(["8", "32", "never"]).all()
+    assert any("T4 (predicted, not measured)" in spec for spec in specs)
+
+
+def test_the_predictions_page_shows_a_saved_write_up_validation(made, results_dir):
+    copy_in(made, results_dir)
+    entry = next(e for e in writeups.timing_figures() if e["device"] == "GPU")
+    row = dict.fromkeys(writeups.COLUMNS) | {
+        "id": entry["id"], "experiment": "cnn", "quantity": "10 epochs", "device": "GPU", "target": "RTX 3080 Ti",
+        "assumed": True, "assumption": "no GPU named", "published": 10.0, "predicted": 12.0, "unit": "s",
+        "ratio": 1.2, "within_2x": True, "how": "x 10 epochs", "method": "a wall clock around CUDA start-up"}
+    writeups.save(pd.DataFrame([row]))
+    at = render("pages/predictions.py")
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "within_2x" in d.value.columns)
+    assert list(table["id"]) == [entry["id"]] and table["method"].iloc[0] == "a wall clock around CUDA start-up"
+    assert {m.label: m.value for m in at.metric}["GPU figures predicted"] == "1"
+
+
+def test_a_broken_write_up_validation_is_named_not_a_traceback(made, results_dir):
+    copy_in(made, results_dir)
+    writeups.path().parent.mkdir(parents=True)
+    writeups.path().write_text("{not json")
+    at = render("pages/predictions.py")
+    assert not at.exception
+    assert any("writeups.json" in w.value for w in at.warning)
+    assert any("Not computed on this machine yet" in i.value for i in at.info)

@@ -1,0 +1,114 @@
+"""`python -m core predict`: an experiment's points, your own model, the catalogue; and its errors."""
+import json
+
+import pytest
+
+from core import devices, profiles, settings
+from core.cli import main
+
+MODEL_FILE = '''
+import torch
+
+def build():
+    return torch.nn.Sequential(torch.nn.Linear(84, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+
+def broken():
+    raise RuntimeError("no weights here")
+
+def not_a_model():
+    return 42
+'''
+
+
+SHIPPED_PROFILE = next((settings.APP_ROOT / "results").glob("*/calibration/profile.json"))
+
+
+@pytest.fixture
+def calibrated(results_dir):
+    """A calibrated CPU profile (the shipped one's figures) as this machine's, in the test's results folder."""
+    profile = json.loads(SHIPPED_PROFILE.read_text())
+    profile["machine_id"] = profile["fingerprint"]["machine_id"] = devices.fingerprint()["machine_id"]
+    profiles.save(profile | {"gpus": {}})
+    return results_dir
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    path = tmp_path / "mymodel.py"
+    path.write_text(MODEL_FILE)
+    return path
+
+
+def test_list_prints_the_catalogue_with_sources_counted(capsys):
+    assert main(["predict", "--on", "list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    names = {row["name"] for row in rows}
+    assert {"t4", "k80"} <= names and {row["kind"] for row in rows} >= {"cpu", "gpu"}
+
+
+def test_an_experiment_on_a_gpu_gives_a_json_array_per_point(capsys, calibrated):
+    assert main(["predict", "matmul", "--on", "t4", "--preset", "smoke", "--set", "sizes=8", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    variants = {entry["variant"] for entry in found}
+    assert "torch resident" in variants and "h2d pinned" in variants and "numpy" not in variants
+    for entry in found:
+        assert {"device", "variant", "params", "predicted_s"} <= set(entry)
+        assert entry["params"] == {"size": 8} and entry["predicted_s"] > 0
+        assert sum(entry["parts"].values()) == pytest.approx(entry["predicted_s"])
+
+
+def test_an_experiment_on_this_machine_prints_each_point(capsys, calibrated):
+    assert main(["predict", "matmul", "--on", "this", "--preset", "smoke", "--set", "sizes=8,16",
+                 "--set", "variants=torch cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted on this machine's CPU" in out
+    assert "torch cpu size=8:" in out and "torch cpu size=16:" in out and " per " in out
+
+
+def test_bad_hardware_and_a_missing_profile_are_clean_errors(capsys, results_dir):
+    assert main(["predict", "matmul", "--on", "nosuchgpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "nosuchgpu" in err and "t4" in err.lower()
+    assert main(["predict", "matmul", "--on", "this", "--preset", "smoke"]) == 2
+    assert "python -m core calibrate" in capsys.readouterr().err
+
+
+def test_your_own_model_is_predicted_with_its_crossover(capsys, calibrated, model_file):
+    assert main(["predict", "--model", f"{model_file}:build", "--input", "512x84", "--train", "--on", "this",
+                 "--on", "t4"]) == 0
+    out = capsys.readouterr().out
+    assert "one training step" in out and "512x84" in out
+    assert "this machine's CPU:" in out and "T4" in out and "batch" in out
+    assert main(["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this", "--on", "t4",
+                 "--json"]) == 0
+    cpu, gpu = json.loads(capsys.readouterr().out)
+    assert cpu["variant"] == "forward" and cpu["params"] == {"input": "64x84"} and "crossover_batch" not in cpu
+    assert "crossover_batch" in gpu and gpu["parts"]["copies"] > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "{file}:nothing", "--input", "8x84"], "has no function nothing"),
+    (["--model", "{file}:broken", "--input", "8x84"], "broken() raised RuntimeError: no weights here"),
+    (["--model", "{file}:not_a_model", "--input", "8x84"], "returned a int, not a torch.nn.Module"),
+    (["--model", "{file}:build", "--input", "8x3"], "one forward on input 8x3 failed"),
+    (["--model", "{file}:build", "--input", "8xx84"], "--input: '8xx84' is not a shape"),
+    (["--model", "{file}:build", "--input", "0x84"], "every size must be >= 1"),
+    (["--model", "{file}:build"], "--input: give the input's shape"),
+    (["--model", "missing.py:build", "--input", "8x84"], "is not a Python file here"),
+    (["--model", "{file}", "--input", "8x84"], "is not path/to/file.py:build_fn"),
+    (["matmul", "--input", "8x84"], "--input: goes with --model only"),
+    ([], "name an experiment"),
+])
+def test_model_errors_name_the_field(capsys, calibrated, model_file, argv, message):
+    argv = [a.replace("{file}", str(model_file)) for a in argv]
+    assert main(["predict", *argv, "--on", "this"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_your_own_model_is_refused_read_only_before_it_runs(capsys, calibrated, tmp_path, monkeypatch):
+    marker = tmp_path / "ran"
+    path = tmp_path / "evil.py"
+    path.write_text(f"open({str(marker)!r}, 'w').close()\nimport torch\ndef build():\n    return torch.nn.Linear(2, 2)\n")
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    assert main(["predict", "--model", f"{path}:build", "--input", "4x2", "--on", "this"]) == 2
+    assert "read-only" in capsys.readouterr().err and not marker.exists()

@@ -1,0 +1,196 @@
+"""The write-up validation (core/writeups.py and each experiment's writeup.py): every published timing figure
+declared, the scales by hand, validate() on stubbed censuses and predictions, the stored table."""
+import json
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from core import costmodel, devices, experiments, published, results, settings, standin, writeups
+from core.experiments.base import Point
+
+TIMING_IDS = {entry["id"] for entry in writeups.timing_figures()}
+
+
+def _replica(figure_id: str) -> writeups.Replica:
+    declared = writeups.declarations()[figure_id]
+    assert isinstance(declared, writeups.Replica)
+    return declared
+
+
+# -- the declarations -------------------------------------------------------------------------------------
+def test_every_timing_figure_is_declared_once_and_only_timing_figures_are():
+    declared = writeups.declarations()
+    assert set(declared) == TIMING_IDS
+    assert all(declaration is not None for _, declaration in writeups.replicas())
+    for figure_id, declaration in declared.items():
+        assert isinstance(declaration, (writeups.Replica, writeups.Unreplicated))
+        if isinstance(declaration, writeups.Unreplicated):
+            assert declaration.why.strip(), figure_id
+
+
+def test_every_replica_plans_its_points_on_the_figure_s_device():
+    for entry, replica in writeups.replicas():
+        experiment = experiments.get(entry["experiment"])
+        config = experiment.config(replica.preset, replica.overrides)
+        device = writeups.census_device(entry)
+        planned = standin.points(experiment, config) if device == devices.STAND_IN else experiment.plan(config, [device])
+        for point in writeups.census_points(replica, device):
+            assert point in planned, f"{entry['id']}: {point} is not planned by its configuration"
+        assert replica.scale > 0 and replica.how, entry["id"]
+
+
+def test_every_figure_s_target_is_the_write_up_s_hardware():
+    for entry in writeups.timing_figures():
+        target, assumed, note = writeups.figure_target(entry)
+        assert (target.gpu is not None) == (entry["device"] == "GPU")
+        assert note and isinstance(assumed, bool)
+    iris_cpu, _, _ = writeups.figure_target(published.entry("iris-total.cpu"))
+    assert "12900KF" in iris_cpu.title and iris_cpu.gpu is None
+
+
+def test_cnn_batch_16_scales_one_epoch_to_ten_epochs_of_a_million_rows():
+    replica = _replica("cnn-10-epochs.gpu.batch_size16")
+    rows = replica.params["rows"]
+    config = experiments.get("cnn").config(replica.preset, replica.overrides)
+    assert rows == config["rows"] == 1024 and rows // replica.params["batch_size"] == 64  # 64 steps censused
+    assert replica.scale == 10 * 1_000_000 / 1024
+    assert "1,000,000 / 1,024 rows" in replica.how
+
+
+def test_iris_scales_a_run_to_20000_epochs_and_tabnet_an_epoch_to_10_of_a_million_rows():
+    every_epoch, every_2000 = _replica("iris-total.gpu"), _replica("iris-log-interval.gpu.log_every2000")
+    assert (every_epoch.overrides["epochs"], every_epoch.scale) == (200, 100.0)
+    assert (every_2000.overrides["epochs"], every_2000.scale) == (2000, 10.0)
+    tabnet = _replica("tabnet-10-epochs.cpu.batch_size4096")
+    assert (tabnet.overrides["rows"], tabnet.scale) == (16384, 10 * 1_000_000 / 16384)
+
+
+def test_jacobian_extrapolates_from_small_vals_with_the_experiment_s_time_model():
+    replica = _replica("jacobian-wall.gpu.val1000")
+    assert replica.fit is not None and max(replica.fit.censused) < 100
+    points = writeups.census_points(replica, devices.STAND_IN)
+    assert [p.params["val"] for p in points] == list(replica.fit.censused)
+
+
+# -- validate on stubs ------------------------------------------------------------------------------------
+A, B = 1e-5, 2e-8  # a stubbed Jacobian: a·400val + b·400val² seconds per call
+
+
+def _stub_seconds(experiment, point: Point) -> float:
+    if experiment.name == "jacobian" and point.variant == "as written":
+        val = point.params["val"]
+        return A * 400 * val + B * 400 * val ** 2
+    return 0.02 if point.device == devices.STAND_IN else 0.05
+
+
+@pytest.fixture
+def stubbed(monkeypatch):
+    """standin.take stubbed (its calls kept) and the cost model reading the stub's seconds."""
+    calls = []
+
+    def take(experiment, point, config):
+        assert torch.get_num_threads() == writeups.CENSUS_THREADS  # a census counts operations: threads change none
+        calls.append((experiment.name, point.device, point.variant, json.dumps(point.params, sort_keys=True),
+                      json.dumps(config, sort_keys=True, default=list)))
+        if experiment.name == "tabnet":
+            return {"skipped": "needs about 9 GB; meta has 1 GB free"}
+        return {"stub_seconds": _stub_seconds(experiment, point)}
+
+    def predict(census, target):
+        return costmodel.Prediction(census["stub_seconds"], {"host": census["stub_seconds"]}, target.title)
+    monkeypatch.setattr(writeups.costmodel, "predict", predict)
+    return take, calls
+
+
+def test_validate_gives_the_ratio_by_hand_and_takes_each_census_once(stubbed):
+    take, calls = stubbed
+    told, threads = [], torch.get_num_threads()
+    frame = writeups.validate(progress=told.append, take=take)
+    assert torch.get_num_threads() == threads
+    assert list(frame.columns) == list(writeups.COLUMNS) and set(frame["id"]) == TIMING_IDS
+    assert len(calls) == len(set(calls)) == len(told) == frame.attrs["censuses"]
+    row = frame.set_index("id").loc["cnn-10-epochs.gpu.batch_size16"]
+    assert row["predicted"] == pytest.approx(0.02 * 10 * 1_000_000 / 1024)
+    assert row["ratio"] == pytest.approx(0.02 * 10 * 1_000_000 / 1024 / 1619.64)
+    assert row["within_2x"] == bool(0.5 <= row["ratio"] <= 2) and row["device"] == "GPU" and row["unit"] == "s"
+    assert row["target"].startswith("RTX 3080 Ti driven by") and row["assumed"]
+    cpu = frame.set_index("id").loc["iris-total.cpu"]
+    assert cpu["predicted"] == pytest.approx(0.05 * 100) and not cpu["assumed"] and "12900KF" in cpu["target"]
+    # two figures of one point (the loss read every 200 epochs on the GPU): one census
+    iris_200 = [c for c in calls if c[0] == "iris" and c[1] == devices.STAND_IN and c[3] == '{"log_every": 200}']
+    assert len(iris_200) == 1
+
+
+def test_validate_extrapolates_the_jacobian_exactly_through_its_time_model(stubbed):
+    take, _ = stubbed
+    frame = writeups.validate(take=take, only=["jacobian-wall.cpu.val1000", "jacobian-wall.gpu.val100"])
+    by_id = frame.set_index("id")["predicted"]
+    assert by_id["jacobian-wall.cpu.val1000"] == pytest.approx(A * 400 * 1000 + B * 400 * 1000 ** 2, rel=1e-6)
+    assert by_id["jacobian-wall.gpu.val100"] == pytest.approx(A * 400 * 100 + B * 400 * 100 ** 2, rel=1e-6)
+
+
+def test_a_skipped_census_is_a_row_with_its_reason_not_a_failure(stubbed):
+    take, _ = stubbed
+    frame = writeups.validate(take=take, only=["tabnet-10-epochs.gpu.batch_size128", "iris-total.gpu"])
+    tabnet = frame.set_index("id").loc["tabnet-10-epochs.gpu.batch_size128"]
+    assert math.isnan(tabnet["predicted"]) and math.isnan(tabnet["ratio"]) and not tabnet["within_2x"]
+    assert "9 GB" in tabnet["error"]
+    assert pd.isna(frame.set_index("id").loc["iris-total.gpu", "error"])
+
+
+def test_validate_refuses_an_unknown_figure():
+    with pytest.raises(ValueError, match="gru-gain.gpu.gru is no published timing figure"):
+        writeups.validate(only=["gru-gain.gpu.gru"])
+
+
+def test_summary_by_hand():
+    frame = pd.DataFrame({"id": ["a", "b", "c", "d"], "device": ["GPU", "GPU", "GPU", "CPU"],
+                          "ratio": [1.5, 0.2, math.nan, 3.0], "within_2x": [True, False, False, False]})
+    gpu = writeups.summary(frame)
+    assert gpu == {"device": "GPU", "figures": 2, "within_2x": 0.5, "median_ratio": pytest.approx(0.85),
+                   "worst": {"id": "b", "ratio": 0.2}}
+    assert writeups.summary(frame, "CPU")["worst"] == {"id": "d", "ratio": 3.0}
+    assert writeups.summary(frame[frame["device"] == "CPU"])["figures"] == 0
+
+
+# -- the stored table -------------------------------------------------------------------------------------
+def test_save_and_load_round_trip_beside_the_records_not_among_them(stubbed, results_dir):
+    take, _ = stubbed
+    frame = writeups.validate(take=take, only=["cnn-10-epochs.gpu.batch_size16", "tabnet-10-epochs.cpu.batch_size128"])
+    saved = writeups.save(frame)
+    assert saved == results_dir / devices.fingerprint()["machine_id"] / "predictions" / "writeups.json"
+    assert saved not in results.record_paths()
+    loaded = writeups.load()
+    pd.testing.assert_frame_equal(loaded, frame, check_dtype=False)
+    assert loaded.attrs["code_version"] and loaded.attrs["taken"] and loaded.attrs["censuses"] == 2
+
+
+def test_save_is_refused_read_only_and_load_says_why(monkeypatch, results_dir):
+    frame = pd.DataFrame(columns=list(writeups.COLUMNS))
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    with pytest.raises(settings.ReadOnlyError, match="write-up validation"):
+        writeups.save(frame)
+    assert not writeups.path().exists()
+    with pytest.raises(ValueError, match="writeups.json: gone"):
+        writeups.load()
+    writeups.path().parent.mkdir(parents=True)
+    writeups.path().write_text('{"schema": 1, "figures": [{"id": "x"}]}')
+    with pytest.raises(ValueError, match="lacks the column 'experiment'"):
+        writeups.load()
+
+
+# -- one real census, smoke-sized ---------------------------------------------------------------------------
+def test_the_iris_cpu_figure_predicted_for_real():
+    row = writeups.validate(only=["iris-total.cpu"]).iloc[0]
+    assert pd.isna(row["error"]), row["error"]
+    assert row["predicted"] > 0 and math.isfinite(row["ratio"])
+
+
+def test_a_figure_declared_unreplicated_is_a_row_saying_why(stubbed, monkeypatch):
+    take, calls = stubbed
+    declared = writeups.declarations() | {"iris-total.gpu": writeups.Unreplicated("iris-total.gpu", "no clock shown")}
+    monkeypatch.setattr(writeups, "declarations", lambda: declared)
+    row = writeups.validate(take=take, only=["iris-total.gpu"]).iloc[0]
+    assert math.isnan(row["predicted"]) and row["error"] == "not replicated: no clock shown" and not calls

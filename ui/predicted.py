@@ -1,0 +1,320 @@
+"""Predictions where readers see them: the sidebar's "Predict on" GPU picker, an experiment page's "What a
+GPU would do (predicted)" section, and the pieces the Predictions page shares with it. A predicted figure
+is the cost model's answer from a stand-in census (core.predictions), never a measurement, and is
+labelled so wherever it shows."""
+import json
+from dataclasses import dataclass
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from core import analysis, charts, devices, experiments, hardware, predictions, profiles, results, settings
+
+PICKED = "predict-on"          # the reader's own pick, kept while they move between pages
+WIDGET = "predict-on-widget"   # the sidebar's selectbox, set from PICKED or the page's default each run
+PARTS = ("host", "loading", "compute", "copies", "sync")  # a predicted row's time_<part>_s (launches in host)
+FIGURES = {column: st.column_config.NumberColumn(format="%.3g")  # comparison_table's numbers, 3 significant digits
+           for column in ("measured CPU s/unit", "predicted GPU s/unit", "predicted speedup")}
+
+
+# -- the sidebar's picker ---------------------------------------------------------------------------------
+def gpu_choices() -> list[dict]:
+    """The GPUs a prediction can be made for: this machine's calibrated ones first, then the catalogue's
+    by title, then other machines' calibrated ones."""
+    gpus = [row for row in hardware.listing() if row["kind"] == "gpu"]
+    here = [row for row in gpus if row["name"].startswith(f"{hardware.THIS}:")]
+    listed = sorted((row for row in gpus if row["origin"] == "catalogue"), key=lambda row: row["title"])
+    return here + listed + [row for row in gpus if row not in here and row not in listed]
+
+
+def default_gpu(page: str | None, choices: list[dict]) -> str:
+    """The write-up's GPU on an experiment's page (where the catalogue knows its write-up), else the
+    catalogue's first GPU."""
+    names = [row["name"] for row in choices]
+    if page in experiments.registry():
+        try:
+            gpu = hardware.writeup_target(experiments.get(page).source)[0].gpu
+        except hardware.HardwareError:  # a write-up the catalogue does not name (a new experiment's)
+            gpu = None
+        if gpu is not None and gpu.name in names:
+            return gpu.name
+    return next((row["name"] for row in choices if row.get("origin") == "catalogue"), names[0])
+
+
+def gpu_picker(page: str | None) -> None:
+    """The sidebar's "Predict on" selectbox and a caption naming the target, its host included."""
+    choices = gpu_choices()
+    if not choices:
+        st.caption("No GPU in the hardware catalogue to predict on.")
+        return
+    titles = {row["name"]: row["title"] for row in choices}
+    picked = st.session_state.get(PICKED)
+    st.session_state[WIDGET] = picked if picked in titles else default_gpu(page, choices)
+    st.selectbox("Predict on", list(titles), format_func=titles.get, key=WIDGET, on_change=_keep_pick,
+                 help="The GPU whose predicted series the pages draw beside the measured ones. Until you pick "
+                      "one, an experiment's page predicts the write-up's GPU.")
+    target, problem = resolve(st.session_state[WIDGET])
+    st.caption(f"Predicted series: {target.title} (a model, not a measurement)." if target else problem)
+
+
+def _keep_pick() -> None:
+    st.session_state[PICKED] = st.session_state[WIDGET]
+
+
+def resolve(name: str) -> tuple[hardware.Target | None, str]:
+    """The target a GPU name stands for, driven by this machine's CPU; None and the reason (how to
+    calibrate when this machine has no profile) when it cannot be had."""
+    if profiles.load() is None:
+        return None, "No prediction: " + profiles.missing_message() + "."
+    try:
+        return hardware.resolve(name, host="this"), ""
+    except hardware.HardwareError as e:
+        return None, f"No prediction: {e}"
+
+
+def chosen_target(experiment: experiments.Experiment | None = None) -> tuple[hardware.Target | None, str]:
+    """The sidebar's GPU, or (a page rendered without the sidebar) the page's default."""
+    name = st.session_state.get(WIDGET) or st.session_state.get(PICKED)
+    if not name:
+        choices = gpu_choices()
+        if not choices:
+            return None, "No GPU in the hardware catalogue to predict on."
+        name = default_gpu(experiment.name if experiment else None, choices)
+    return resolve(name)
+
+
+# -- the comparison: one run's measured CPU points beside their predicted GPU points ----------------------
+def standin_runs(records: list[dict], experiment: str) -> list[dict]:
+    """The complete runs of `experiment` holding stand-in censuses, this machine's first, latest first."""
+    here = devices.fingerprint()["machine_id"]
+    found = [r for r in records if r["experiment"] == experiment and r["status"] == "complete" and r.get("standin")]
+    return sorted(found, key=lambda r: (r.get("machine_id") == here, r.get("started") or ""), reverse=True)
+
+
+def measured_cpu(record: dict) -> pd.DataFrame:
+    """The run's measured CPU points, with `per_unit_s`."""
+    rows = analysis.ok(results.rows_frame([record], record["experiment"]))
+    return with_per_unit(rows[rows["device"] == "cpu"])
+
+
+def predicted_gpu(record: dict, target: hardware.Target) -> pd.DataFrame:
+    """The run's stand-in points predicted on `target`, with `per_unit_s` (only those the model could
+    predict)."""
+    rows = predictions.standin_rows([record], record["experiment"], target)
+    return with_per_unit(rows[rows["point_status"] == "ok"])
+
+
+def with_per_unit(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.assign(per_unit_s=rows["median_s"] / rows["per_call"].fillna(1))
+
+
+def swept(record: dict) -> list[str]:
+    """The parameters the run's points sweep, in the order they first appear."""
+    params = [*(row.get("params", {}) for row in record["rows"]), *(e["params"] for e in record["standin"])]
+    return list(dict.fromkeys(name for p in params for name in p))
+
+
+def main_param(frame: pd.DataFrame, params: list[str]) -> str | None:
+    """The numeric swept parameter with the most distinct values (the chart's x), None when none is."""
+    numeric = [p for p in params if p in frame and pd.to_numeric(frame[p], errors="coerce").notna().any()]
+    return max(numeric, key=lambda p: frame[p].nunique(), default=None)
+
+
+def line_text(frame: pd.DataFrame, others: list[str]) -> pd.Series:
+    """The swept parameters besides the chart's x, as one label per row ('' when there are none)."""
+    if not others:
+        return pd.Series("", index=frame.index)
+    return frame.apply(lambda row: " ".join(f"{p}={_value(row.get(p))}" for p in others), axis=1)
+
+
+def _value(value) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    return f"{int(value)}" if isinstance(value, float) and value.is_integer() else f"{value}"
+
+
+def measured_label(record: dict) -> str:
+    here = record.get("machine_id") == devices.fingerprint()["machine_id"]
+    return "measured on this machine's CPU" if here else f"measured on {results.record_summary(record)['machine']}"
+
+
+def predicted_label(target: hardware.Target) -> str:
+    return f"predicted on {target.title}, not measured"
+
+
+def compare(measured: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame:
+    """Every predicted GPU point beside the measured CPU time of the same variant and point or, for a
+    variant the CPU did not run, of the fastest CPU variant at that point with the same unit (`against`
+    names the one used; none when no CPU variant times that unit): `cpu_s`, `gpu_s` and `speedup` = CPU /
+    GPU (above 1: the GPU would be faster)."""
+    cpu = measured[["variant", "point", "unit", "per_unit_s"]].rename(columns={"per_unit_s": "cpu_s"})
+    fastest = cpu.sort_values("cpu_s").drop_duplicates(["point", "unit"]).rename(
+        columns={"variant": "fastest", "cpu_s": "fastest_s"})
+    paired = (predicted.merge(cpu.drop(columns="unit"), on=["variant", "point"], how="left")
+              .merge(fastest, on=["point", "unit"], how="left"))
+    same = paired["cpu_s"].notna()
+    cpu_s = paired["cpu_s"].where(same, paired["fastest_s"])
+    return paired.assign(against=paired["variant"].where(same, paired["fastest"]), cpu_s=cpu_s,
+                         gpu_s=paired["per_unit_s"], speedup=cpu_s / paired["per_unit_s"])
+
+
+def parts_text(row: pd.Series) -> str:
+    """'host 62%, compute 30%, sync 8%': a predicted row's parts, largest first."""
+    total = row.get("median_s")
+    if not isinstance(total, (int, float)) or not total > 0:
+        return ""
+    shares = {part: row.get(f"time_{part}_s") / total for part in PARTS
+              if isinstance(row.get(f"time_{part}_s"), (int, float)) and pd.notna(row.get(f"time_{part}_s"))}
+    return ", ".join(f"{part} {share:.0%}" for part, share in sorted(shares.items(), key=lambda kv: -kv[1])
+                     if share >= 0.005)
+
+
+def point_text(point: str) -> str:
+    return results.point_text(json.loads(point)) or "the one configuration"
+
+
+def chart_frame(compared: pd.DataFrame, measured: str, x: str, others: list[str]) -> pd.DataFrame:
+    """The long frame charts.measured_and_predicted draws from `compared` (compare's rows, each with its
+    predicted `series` label): every predicted point, and under the same variant the measured CPU time it is
+    set against (labelled `measured`), so that each variant's panel holds both."""
+    cpu = compared[compared["cpu_s"].notna()].drop_duplicates(["variant", "point"])
+    data = pd.concat([cpu.assign(per_unit_s=cpu["cpu_s"], series=measured, predicted=False),
+                      compared.assign(per_unit_s=compared["gpu_s"], predicted=True)], ignore_index=True)
+    data[x] = pd.to_numeric(data[x], errors="coerce")
+    return data.assign(line=line_text(data, others), point=data["point"].map(point_text))[
+        ["variant", "point", "line", "series", "predicted", "against", x, "per_unit_s", "unit"]].rename(
+        columns={"against": "CPU variant"})
+
+
+def unit_text(frame: pd.DataFrame) -> str:
+    units = frame["unit"].dropna().unique()
+    return f"seconds per {units[0]}" if len(units) == 1 else "seconds per unit"
+
+
+# -- an experiment page ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Forecast:
+    """What an experiment page predicts: the target (None, with `problem` saying why), the model's accuracy on
+    this machine in words, and every stand-in row of the experiment predicted on the target (the verdicts')."""
+    target: hardware.Target | None
+    problem: str
+    accuracy: str
+    rows: pd.DataFrame
+
+
+def forecast(experiment: experiments.Experiment, records: list[dict]) -> Forecast:
+    target, problem = chosen_target(experiment)
+    if target is None:
+        return Forecast(None, problem, "", pd.DataFrame())
+    rows = predictions.standin_rows(records, experiment.name, target)
+    rows = rows[rows["point_status"] == "ok"]
+    return Forecast(target, "", accuracy_here(records) if len(rows) else "", rows)
+
+
+def accuracy_here(records: list[dict]) -> str:
+    frame = predictions.accuracy(records)
+    return predictions.accuracy_text(frame[frame["machine_id"] == devices.fingerprint()["machine_id"]], "cpu")
+
+
+def section(experiment: experiments.Experiment, records: list[dict], found: Forecast) -> None:
+    """"What a GPU would do (predicted)": the latest run's measured CPU series and the same points
+    predicted on the sidebar's GPU, the model's accuracy on this machine, and a table of both."""
+    st.subheader("What a GPU would do (predicted)")
+    runs = standin_runs(records, experiment.name)
+    if not runs:
+        rerun = "" if settings.read_only() else (f": rerun it (the Run button below, or `python -m core run "
+                                                 f"{experiment.name} --preset quick`)")
+        st.info("No stand-in census in the results yet: a run of this version ends by taking the census of every "
+                "point a GPU would run, on any machine, which is what the cost model predicts a GPU from. Runs "
+                f"recorded before it hold none{rerun}.")
+        return
+    if found.target is None:
+        st.info(found.problem)
+        return
+    record = runs[0]
+    measured, predicted = measured_cpu(record), with_per_unit(found.rows[found.rows["run_id"] == record["run_id"]])
+    if predicted.empty:
+        st.info(f"The model could not predict any point of run {record['run_id']} on {found.target.title}.")
+        return
+    params = swept(record)
+    x = main_param(pd.concat([measured, predicted]), params)
+    labels = (measured_label(record), predicted_label(found.target))
+    compared = compare(measured, predicted).assign(series=labels[1])
+    if x:
+        data = chart_frame(compared, labels[0], x, [p for p in params if p != x])
+        st.altair_chart(charts.measured_and_predicted(
+            data, x, title=f"{experiment.title}: measured CPU and predicted GPU per {x}", x_title=x,
+            y_title=unit_text(data), facet="variant" if data["variant"].nunique() > 1 else None,
+            tooltip=["variant", "CPU variant", "point"]), width="stretch")
+    st.caption(f"One panel per variant a GPU would run. Dashed lines and hollow points are predicted on "
+               f"{found.target.title} by the cost model from each point's stand-in census (the workload built on "
+               f"the meta device), not measured; solid ones are {labels[0]} (run {record['run_id']}), the same "
+               f"variant or, where the CPU runs none, the fastest CPU variant at that point. The model on this "
+               f"machine: {found.accuracy}.")
+    st.dataframe(comparison_table(compared), hide_index=True, column_config=FIGURES)
+
+
+def comparison_table(compared: pd.DataFrame) -> pd.DataFrame:
+    """variant, point, measured CPU s/unit, predicted GPU s/unit, predicted speedup, predicted parts."""
+    return pd.DataFrame({
+        "variant": compared["variant"], "point": compared["point"].map(point_text),
+        "measured CPU s/unit": compared["cpu_s"],
+        "CPU variant": compared["against"],
+        "predicted GPU s/unit": compared["gpu_s"],
+        "predicted speedup": compared["speedup"],
+        "predicted parts": compared.apply(parts_text, axis=1) if len(compared) else [],
+    })
+
+
+# -- the Predictions page's "Will a GPU help?" ----------------------------------------------------------------
+def every_gpu(record: dict, measured: pd.DataFrame) -> pd.DataFrame:
+    """The run's stand-in points predicted on every GPU of gpu_choices (driven by this machine's CPU),
+    each beside its measured CPU time (compare), with `gpu` (its title) and `series` (its legend label)."""
+    found = []
+    for row in gpu_choices():
+        target = hardware.resolve(row["name"], host="this")
+        found.append(compare(measured, predicted_gpu(record, target)).assign(
+            gpu=row["title"], series=f"{row['title']} (predicted, not measured)"))
+    return pd.concat(found, ignore_index=True)
+
+
+def crossover_table(compared: pd.DataFrame, x: str, others: list[str]) -> pd.DataFrame:
+    """One line per variant and setting of the other swept parameters, one column per GPU: the smallest `x`
+    from which that GPU is predicted faster than the measured CPU at every larger `x` compared
+    (analysis.crossovers), or "never"."""
+    paired = compared[compared["speedup"].notna()]
+    if paired.empty:
+        return pd.DataFrame()
+    paired = paired.assign(**{x: pd.to_numeric(paired[x]), "other parameters": line_text(paired, others)})
+    lines = ["variant", "other parameters"]
+    found = analysis.crossovers(paired, x, ["gpu", *lines])
+    found = found.assign(faster=found["crossover"].map(lambda v: "never" if v is None or pd.isna(v) else _value(v)),
+                         **{f"{x} compared": found["smallest"].map(_value) + " to " + found["largest"].map(_value)})
+    table = found.pivot(index=[*lines, f"{x} compared"], columns="gpu", values="faster")
+    table = table[list(dict.fromkeys(paired["gpu"]))].reset_index()
+    table.columns.name = None
+    return table.drop(columns=[] if others else ["other parameters"])
+
+
+# -- the Predictions page's accuracy scatter ----------------------------------------------------------------
+def accuracy_chart(frame: pd.DataFrame) -> alt.LayerChart:
+    """Predicted against measured seconds per sample, log-log, with y = x and the band within
+    predictions.WITHIN either way."""
+    low, high = frame[["measured_s", "predicted_s"]].min().min() / 2, frame[["measured_s", "predicted_s"]].max().max() * 2
+    line = pd.DataFrame({"measured_s": [low, high]})
+    line = line.assign(predicted_s=line["measured_s"], lower=line["measured_s"] / predictions.WITHIN,
+                       upper=line["measured_s"] * predictions.WITHIN)
+    axis = alt.Scale(type="log", domain=[low, high])
+    band = alt.Chart(line).mark_area(opacity=0.15, color="#54a24b").encode(
+        x=alt.X("measured_s:Q", scale=axis), y=alt.Y("lower:Q", scale=axis), y2="upper:Q")
+    equal = alt.Chart(line).mark_line(color="#54a24b", strokeDash=[4, 3]).encode(x="measured_s:Q", y="predicted_s:Q")
+    points = alt.Chart(frame).mark_point(filled=True, size=50).encode(
+        x=alt.X("measured_s:Q", title="measured seconds per sample (log)", scale=axis),
+        y=alt.Y("predicted_s:Q", title="predicted seconds per sample (log)", scale=axis),
+        color=alt.Color("experiment:N", legend=charts.LEGEND), shape=alt.Shape("device_name:N", legend=charts.LEGEND),
+        tooltip=["experiment", "machine", "device_name", "variant", "point", "unit",
+                 alt.Tooltip("measured_s:Q", format=".3~g"), alt.Tooltip("predicted_s:Q", format=".3~g"),
+                 alt.Tooltip("ratio:Q", format=".2f"), "within"])
+    return alt.layer(band, equal, points).properties(
+        title=f"Predicted against measured (green: equal, and the band within {predictions.WITHIN:g}x)", height=420)
