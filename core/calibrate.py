@@ -16,12 +16,13 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from core import devices, graphs, profiles, results, timing, versions
+from core import census, devices, graphs, profiles, results, timing, versions
 
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
 LOADER_BATCH = 64
 LOADER_FEATURES = 16
+TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's training step: Linear, ReLU, Linear
 
 
 @dataclass(frozen=True)
@@ -71,10 +72,30 @@ def _flop_rate(fn: Callable[[], object], device: str, effort: Effort) -> float:
 
 def op_overhead(device: str, effort: Effort) -> dict:
     a, b = (torch.ones(1, requires_grad=True) for _ in range(2))
-    recording = _seconds(lambda: torch.add(a, b), device, effort)
     with torch.no_grad():
         bare = _seconds(lambda: torch.add(a, b), device, effort)
-    return {"op_overhead_autograd": recording, "op_overhead_no_grad": bare}
+    return {"op_overhead_autograd": _recording_op_seconds(bare, device, effort), "op_overhead_no_grad": bare}
+
+
+def _recording_op_seconds(bare: float, device: str, effort: Effort) -> float:
+    """Host seconds per autograd-recording operation of a small training step (TRAINING_MLP): the step's time
+    less its other operations at the bare figure, over its recording ones. What a bare op leaves out (module
+    calls, building the graph, starting backward, the optimiser's Python) lands on the operations a model's
+    forward issues, which is where a census finds it again."""
+    sizes = TRAINING_MLP
+    model = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(), torch.nn.Linear(sizes[1], sizes[2]))
+    x, y = torch.randn(TRAINING_BATCH, sizes[0]), torch.randn(TRAINING_BATCH, sizes[2])
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step():
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+    step()
+    counted = census.of(step, device).summary()
+    recording = sum(op["calls"] for op in counted["ops"] if op["autograd"])
+    others = counted["operations"] - recording
+    return max((_seconds(step, device, effort) - others * bare) / recording, bare)
 
 
 def loader_cost(device: str, effort: Effort) -> dict:

@@ -208,7 +208,7 @@ def forecast(experiment: experiments.Experiment, records: list[dict]) -> Forecas
     if target is None:
         return Forecast(None, problem, "", pd.DataFrame())
     rows = predictions.standin_rows(records, experiment.name, target)
-    rows = rows[rows["point_status"] == "ok"]
+    rows = predictions.with_twin_metrics(rows[rows["point_status"] == "ok"], results.rows_frame(records, experiment.name))
     return Forecast(target, "", accuracy_here(records) if len(rows) else "", rows)
 
 
