@@ -41,8 +41,8 @@ class Effort:
     queued_kernels: int
 
 
-FULL = Effort(repeats=7, block_seconds=0.03, matmul_sizes=(64, 256, 1024), conv1d_lengths=(256, 2048),
-              conv2d_sides=(16, 64), loader_samples=(256, 4096), large_bytes={"cpu": 2**26, "cuda": 2**28},
+FULL = Effort(repeats=7, block_seconds=0.03, matmul_sizes=(64, 256, 1024), conv1d_lengths=(16, 256, 2048),
+              conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), large_bytes={"cpu": 2**26, "cuda": 2**28},
               graph_nodes=200, queued_kernels=500)
 QUICK = Effort(repeats=3, block_seconds=0.005, matmul_sizes=(64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
                loader_samples=(64, 1024), large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
@@ -95,7 +95,8 @@ def _recording_op_seconds(bare: float, device: str, effort: Effort) -> float:
     counted = census.of(step, device).summary()
     recording = sum(op["calls"] for op in counted["ops"] if op["autograd"])
     others = counted["operations"] - recording
-    return max((_seconds(step, device, effort) - others * bare) / recording, bare)
+    steps = timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds)
+    return max((min(steps.samples) - others * bare) / recording, bare)  # longer: a step is ~100x a bare op
 
 
 def loader_cost(device: str, effort: Effort) -> dict:
@@ -128,9 +129,18 @@ def conv_rate(device: str, effort: Effort) -> dict:
     for field, (conv, inputs) in shapes.items():
         rates[field] = {}
         for shape in inputs:
-            x = torch.randn(shape, device=device)
-            rates[field]["x".join(map(str, shape))] = _flop_rate(lambda: conv(x), device, effort)
+            x = torch.randn(shape, device=device, requires_grad=True)
+            rates[field]["x".join(map(str, shape))] = _training_flop_rate(lambda: conv(x).sum().backward(),
+                                                                          device, effort)
     return rates
+
+
+def _training_flop_rate(fn: Callable[[], object], device: str, effort: Effort) -> float:
+    """FLOP/s of a forward and backward `fn`: a convolution's backward is slower per FLOP than its forward,
+    and small ones far below the large ones' rate, so the rate a training step sees is measured whole."""
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops() / _seconds(fn, device, effort)
 
 
 def elementwise_rate(device: str, effort: Effort) -> dict:
