@@ -183,7 +183,7 @@ def cmd_predict(args) -> int:
     for target, predicted in found:
         print(f"{exp.name} ({args.preset}) predicted on {target.title}:")
         for p in predicted:
-            print(f"  {_point_text(p.point)}: {_prediction_text(p)}")
+            print(f"  {p.point.variant} {results.point_text(p.point.params)}".rstrip() + f": {_prediction_text(p)}")
     return 0
 
 
@@ -222,26 +222,15 @@ def _print_catalogue(as_json: bool) -> int:
     return 0
 
 
-def _point_text(point) -> str:
-    swept = " ".join(f"{k}={v}" for k, v in point.params.items())
-    return f"{point.variant}{' ' + swept if swept else ''}"
-
-
 def _prediction_text(p: predictions.Predicted) -> str:
     if p.prediction is None:
         return f"no prediction: {p.error}"
     unit = f" per {call_text(p.unit, p.per_call)}" if p.unit else ""
-    return f"{_seconds_text(p.prediction.seconds)}{unit} ({_parts_text(p.prediction)})"
+    return f"{_seconds_text(p.prediction.seconds)}{unit} ({costmodel.shares_text(p.prediction.parts, p.prediction.seconds)})"
 
 
 def _seconds_text(seconds: float) -> str:
     return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
-
-
-def _parts_text(prediction: costmodel.Prediction) -> str:
-    shares = sorted(prediction.parts.items(), key=lambda item: -item[1])
-    return ", ".join(f"{part} {seconds / prediction.seconds:.0%}" for part, seconds in shares
-                     if prediction.seconds and seconds / prediction.seconds >= 0.005)
 
 
 def _predict_model(args) -> int:
@@ -304,7 +293,7 @@ def _print_standin(done: int, total: int, point, entry: dict) -> None:
     found = entry["census"]
     what = (census.describe(found, entry["unit"], entry["per_call"]) if "operations" in found
             else f"no census: {found.get('skipped') or found.get('error')}")
-    print(f"[GPU stand-in {done}/{total}] {point.variant} {' '.join(f'{k}={v}' for k, v in point.params.items())}: "
+    print(f"[GPU stand-in {done}/{total}] {point.variant} {results.point_text(point.params)}: "
           f"{what}", flush=True)
 
 

@@ -96,6 +96,12 @@ def predict(census: dict, target) -> Prediction:
     return Prediction(sum(parts.values()), parts, target.title, _notes(census, ops, target))
 
 
+def shares_text(parts: dict[str, float], seconds: float) -> str:
+    """'host 62%, compute 30%, ...': each part's share of `seconds`, largest first, those under 0.5% left out."""
+    shares = sorted(parts.items(), key=lambda item: -item[1])
+    return ", ".join(f"{part} {part_s / seconds:.0%}" for part, part_s in shares if seconds and part_s / seconds >= 0.005)
+
+
 def per_unit(prediction: Prediction, per_call) -> Prediction:
     """The prediction per unit: a sample is one call of `per_call` units (a record's per_call)."""
     if isinstance(per_call, bool) or not isinstance(per_call, (int, float)) or not (

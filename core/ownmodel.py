@@ -141,9 +141,7 @@ def report_text(found: list[dict], spec: str, train: bool) -> str:
     what = "one training step (forward, mean loss, backward, Adam)" if train else "one forward (no_grad)"
     lines = [f"{clip(spec)}: {what} on input {found[0]['params']['input']}, predicted (not measured):"]
     for entry in found:
-        parts = ", ".join(f"{part} {seconds / entry['predicted_s']:.0%}" for part, seconds in
-                          sorted(entry["parts"].items(), key=lambda item: -item[1])
-                          if entry["predicted_s"] and seconds / entry["predicted_s"] >= 0.005)
+        parts = costmodel.shares_text(entry["parts"], entry["predicted_s"])
         line = f"  {entry['hardware']}: {entry['predicted_s'] * 1e3:.3g} ms ({parts})"
         if "crossover_batch" in entry:
             batch = entry["crossover_batch"]

@@ -65,6 +65,26 @@ class Replica:
     fit: Fit | None = None
 
 
+MIN_ROWS, MIN_BATCHES = 1024, 4  # an epoch censused over at least this many rows and batches
+
+
+@dataclass(frozen=True)
+class EpochScale:
+    """An epoch censused over a few of its batches (`rows`), scaled to a write-up's epochs of its rows:
+    published = `scale` x one predicted epoch, because an epoch's batches repeat; `how` says so."""
+    rows: int
+    scale: float
+    how: str
+
+
+def epochs_of_rows(epochs: int, published_rows: int, batch: int) -> EpochScale:
+    rows = max(MIN_ROWS, MIN_BATCHES * batch)
+    return EpochScale(rows, epochs * published_rows / rows,
+                      f"{epochs} epochs x {published_rows:,} / {rows:,} rows x one predicted epoch of {rows:,} rows "
+                      f"({rows // batch} batches of {batch}): an epoch's batches repeat, so {published_rows:,} rows "
+                      f"take {published_rows / rows:g} times as long")
+
+
 @dataclass(frozen=True)
 class Unreplicated:
     """A published timing figure no prediction can stand beside, and why."""

@@ -3,11 +3,10 @@ CNN's 10-epoch times at four batch sizes (seed 000) and the PyTorch MNIST exampl
 steps repeat, so one epoch censused over a few steps scales to the write-up's rows by their ratio."""
 from core.experiments.cnn.experiment import AS_WRITTEN
 from core.experiments.cnn.model import MODELS
-from core.writeups import Replica
+from core.writeups import Replica, epochs_of_rows
 
-EPOCHS = 10                  # the published figures are seconds for 10 epochs
-MIN_ROWS, MIN_STEPS = 1024, 4  # rows censused: at least this many, and at least this many steps
-MNIST_BATCH = 64             # the MNIST example's default --batch-size
+EPOCHS = 10  # the published figures are seconds for 10 epochs
+MNIST_BATCH = 64  # the MNIST example's default --batch-size
 
 LOOP_UNSEEN = ("The write-up shows its model and data but neither its training loop nor its clock: this predicts "
                "our as-written loop (a DataLoader over a TensorDataset, each batch copied to the device, "
@@ -20,33 +19,22 @@ MNIST_METHOD = ("The published times (October 2018) most likely came from the MN
                 "not the seconds.")
 
 
-def rows_censused(batch: int) -> int:
-    return max(MIN_ROWS, MIN_STEPS * batch)
-
-
-def scale_text(model: str, batch: int) -> str:
-    rows, published_rows = rows_censused(batch), MODELS[model].published_rows
-    return (f"{EPOCHS} epochs x {published_rows:,} / {rows:,} rows x one predicted epoch of {rows:,} rows "
-            f"({rows // batch} steps of {batch}): an epoch's steps repeat, so {published_rows:,} rows take "
-            f"{published_rows / rows:g} times as long")
-
-
 def one_d(figure: str, batch: int, method: str) -> Replica:
     """A figure of the 1-D CNN's batch sweep: only that point's sweep in the configuration."""
-    rows = rows_censused(batch)
-    return Replica(figure, AS_WRITTEN, {"model": "cnn1d", "batch_size": batch, "rows": rows},
-                   scale=EPOCHS * MODELS["cnn1d"].published_rows / rows, how=scale_text("cnn1d", batch),
-                   overrides={"models": ("cnn1d",), "rows": rows, "batch_sizes": (batch,), "size_rows": (rows,),
-                              "size_batches": (batch,), "epochs": 1, "variants": (AS_WRITTEN,)},
+    epochs = epochs_of_rows(EPOCHS, MODELS["cnn1d"].published_rows, batch)
+    return Replica(figure, AS_WRITTEN, {"model": "cnn1d", "batch_size": batch, "rows": epochs.rows},
+                   scale=epochs.scale, how=epochs.how,
+                   overrides={"models": ("cnn1d",), "rows": epochs.rows, "batch_sizes": (batch,),
+                              "size_rows": (epochs.rows,), "size_batches": (batch,), "epochs": 1,
+                              "variants": (AS_WRITTEN,)},
                    method=method)
 
 
 def mnist(figure: str) -> Replica:
-    rows = rows_censused(MNIST_BATCH)
-    return Replica(figure, AS_WRITTEN, {"model": "mnist", "batch_size": MNIST_BATCH, "rows": rows},
-                   scale=EPOCHS * MODELS["mnist"].published_rows / rows,
-                   how=scale_text("mnist", MNIST_BATCH) + f" (at the example's default batch of {MNIST_BATCH})",
-                   overrides={"models": ("mnist",), "mnist_rows": rows, "contrast_batch_sizes": (MNIST_BATCH,),
+    epochs = epochs_of_rows(EPOCHS, MODELS["mnist"].published_rows, MNIST_BATCH)
+    return Replica(figure, AS_WRITTEN, {"model": "mnist", "batch_size": MNIST_BATCH, "rows": epochs.rows},
+                   scale=epochs.scale, how=epochs.how + f" (at the example's default batch of {MNIST_BATCH})",
+                   overrides={"models": ("mnist",), "mnist_rows": epochs.rows, "contrast_batch_sizes": (MNIST_BATCH,),
                               "epochs": 1, "variants": (AS_WRITTEN,)},
                    method=MNIST_METHOD)
 
