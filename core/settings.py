@@ -17,6 +17,11 @@ def read_only() -> bool:
     return os.environ.get(READ_ONLY_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
+def this_host() -> str:
+    """What the app calls the computer it runs on: a visitor of a read-only view is not on it."""
+    return "this server" if read_only() else "this machine"
+
+
 class ReadOnlyError(RuntimeError):
     def __init__(self, action: str = "runs"):
         super().__init__(f"this Crossover instance is read-only ({READ_ONLY_ENV} is set): {action} refused")
