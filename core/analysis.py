@@ -95,6 +95,9 @@ class Verdict:
     evidence: str
     basis: str = ""      # what it rests on: "measured", "estimated", or "" when nothing was found
     prediction: str = ""  # where no GPU measured: the claim checked on predicted GPU rows, said as such
+    published: str = ""  # the published figures the claim refers to, short (published_short)
+    finding: str = ""    # what the check found (or why it could not), without the criterion or published text
+    leaning: str = ""    # with a prediction: the outcome it leans to (REPRODUCED or NOT_REPRODUCED)
 
 
 @dataclass(frozen=True)
@@ -131,36 +134,43 @@ def evaluate(claim: Claim, rows: pd.DataFrame, published: pd.DataFrame, predicte
     rows (core.predictions), the same check on the measured rows with them gives the verdict's
     `prediction`, with `accuracy` (the model's own, where it was checked) quoted."""
     figures = referenced(claim, published)
-    stated = published_text(figures)
+    stated, short = published_text(figures), published_short(figures)
     if ok(rows).empty:
-        return Verdict(claim.text, NO_DATA, _join("No measured results yet: run this experiment.", stated))
+        missing = "No measured results yet: run this experiment."
+        return Verdict(claim.text, NO_DATA, _join(missing, stated), published=short, finding=missing)
     try:
         found = claim.check(rows, figures)
     except NoFinding as missing:
-        guess = _predicted_answer(claim, rows, predicted, figures, accuracy) if missing.outcome == NEEDS_GPU else ""
-        return Verdict(claim.text, missing.outcome, _join(str(missing), stated), prediction=guess)
+        guess, leaning = (_predicted_answer(claim, rows, predicted, figures, accuracy) if missing.outcome == NEEDS_GPU
+                          else ("", ""))
+        return Verdict(claim.text, missing.outcome, _join(str(missing), stated), prediction=guess, published=short,
+                       finding=str(missing), leaning=leaning)
     if found.estimated:
         leaning = REPRODUCED if found.holds else NOT_REPRODUCED
         evidence = f"Rests on an estimate, not a measurement: if it holds, the claim is {leaning}. {found.evidence}"
-        return Verdict(claim.text, ESTIMATED, _join(evidence, claim.criterion, stated), "estimated")
+        return Verdict(claim.text, ESTIMATED, _join(evidence, claim.criterion, stated), "estimated", published=short,
+                       finding=found.evidence)
     outcome = REPRODUCED if found.holds else NOT_REPRODUCED
-    return Verdict(claim.text, outcome, _join(found.evidence, claim.criterion, stated), "measured")
+    return Verdict(claim.text, outcome, _join(found.evidence, claim.criterion, stated), "measured", published=short,
+                   finding=found.evidence)
 
 
 def _predicted_answer(claim: Claim, rows: pd.DataFrame, predicted: pd.DataFrame | None, figures: pd.DataFrame,
-                      accuracy: str) -> str:
-    """'Predicted on <GPU> (not measured): the claim would be ...' or '' when the predicted rows cannot
-    answer the claim (it needs a figure a prediction has not: a loss, a warm-up time)."""
+                      accuracy: str) -> tuple[str, str]:
+    """'Predicted on <GPU> (not measured): the claim would be ...' and the outcome it leans to, or ('', '')
+    when the predicted rows cannot answer the claim (it needs a figure a prediction has not: a loss, a
+    warm-up time)."""
     if predicted is None or predicted.empty or not claim.predictable:
-        return ""
+        return "", ""
     try:
         found = claim.check(pd.concat([rows, predicted], ignore_index=True), figures)
     except (NoFinding, KeyError, ValueError, TypeError, IndexError):
-        return ""
+        return "", ""
     leaning = REPRODUCED if found.holds else NOT_REPRODUCED
     where = " / ".join(dict.fromkeys(predicted["hardware"].dropna()))
-    return _join(f"Predicted on {where} (a model, not a measurement): the claim would be {leaning}.",
+    text = _join(f"Predicted on {where} (a model, not a measurement): the claim would be {leaning}.",
                  found.evidence, f"The model on this machine: {accuracy}." if accuracy else "")
+    return text, leaning
 
 
 def referenced(claim: Claim, published: pd.DataFrame) -> pd.DataFrame:
@@ -182,6 +192,42 @@ def published_text(figures: pd.DataFrame) -> str:
     each = ", ".join(f"{r['device']} {_value(r)}{_qualifier(r)}" for _, r in figures.iterrows())
     hardware = "; ".join(dict.fromkeys(figures["hardware"]))
     return f"Published ({figures['source_title'].iloc[0]}; {hardware}): {each}."
+
+
+def published_short(figures: pd.DataFrame) -> str:
+    """The published figures, short: 'CPU 11.1 s, GPU 19.5 s (val 100)'; over more than two settings, each
+    device's range: 'CPU 162–2,002 s, GPU 106–1,620 s (batch_size 16–4096)'."""
+    if figures.empty:
+        return ""
+    figures = figures.sort_values("device", key=lambda d: d != "CPU", kind="stable")  # the CPU's figure first
+    settings = figures.apply(_qualifier, axis=1)
+    groups = list(dict.fromkeys(settings))
+    if len(groups) <= 2:
+        return "; ".join(", ".join(f"{r['device']} {_short_value(r['value'], r['unit'])}"
+                                   for _, r in figures[settings == g].iterrows()) + g for g in groups)
+    ranges = ", ".join(f"{device} {_short_range(part)}" for device, part in figures.groupby("device", sort=False))
+    swept = [f"{k} {figures[k].min():g}–{figures[k].max():g}" for k in QUALIFIERS
+             if k in figures and pd.api.types.is_numeric_dtype(figures[k]) and figures[k].nunique() > 1]
+    return f"{ranges} ({', '.join(swept) or f'{len(groups)} settings'})"
+
+
+def _short_range(part: pd.DataFrame) -> str:
+    units = part["unit"].unique()
+    low, high = part["value"].min(), part["value"].max()
+    if len(units) > 1:
+        return ", ".join(_short_value(r["value"], r["unit"]) for _, r in part.iterrows())
+    if low == high:
+        return _short_value(low, units[0])
+    return f"{_short_number(low)}–{_short_value(high, units[0])}"
+
+
+def _short_value(value: float, unit: str) -> str:
+    return f"{_short_number(value)}x" if unit == "x" else f"{_short_number(value)} {unit}"
+
+
+def _short_number(value: float) -> str:
+    """Three significant digits, whole numbers from 100 up, with thousands separated: '0.002', '11.3', '1,620'."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def require(found: pd.DataFrame, rows: pd.DataFrame, context: str = "") -> pd.DataFrame:
@@ -217,9 +263,11 @@ def _value(row: pd.Series) -> str:
     return f"{row['value']:g}x" if row["unit"] == "x" else f"{row['value']:g} {row['unit']}"
 
 
+QUALIFIERS = ("batch_size", "epochs", "log_every", "val", "size", "samples", "model", "variant")  # published params
+
+
 def _qualifier(row: pd.Series) -> str:
-    params = {k: row[k] for k in ("batch_size", "epochs", "log_every", "val", "size", "samples", "model", "variant")
-              if k in row and pd.notna(row[k])}
+    params = {k: row[k] for k in QUALIFIERS if k in row and pd.notna(row[k])}
     return f" ({', '.join(f'{k} {v:g}' if isinstance(v, float) else f'{k} {v}' for k, v in params.items())})" if params else ""
 
 

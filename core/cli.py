@@ -1,13 +1,17 @@
-"""`python -m core info | list | run`: the headless entry point; the app's run button uses `run`."""
+"""`python -m core info | list | run | cancel | calibrate | predict`: the headless entry point; the app's
+run button uses `run`, its cancel button does what `cancel` does."""
 import argparse
 import json
 import os
 import sys
+import threading
+from contextlib import contextmanager
 
 from tqdm import tqdm
 
-from core import (breakdown, calibrate, census, costmodel, devices, experiments, hardware, ownmodel, predictions,
-                  profiles, results, runlock, runner, settings, writeups)
+from core import (breakdown, calibrate, census, costmodel, devices, experiments, hardware, jobs, ownmodel,
+                  predictions, profiles, results, runlock, runner, settings, versions, writeups)
+from core.experiments.base import PRESETS
 from core.params import ConfigError, clip, shown
 from core.timing import call_text
 
@@ -16,10 +20,16 @@ def main(argv: list[str] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.command(args)
-    except (ConfigError, devices.DeviceError, runlock.BusyError, settings.ReadOnlyError, hardware.HardwareError,
+    except runlock.BusyError as e:
+        print(f"error: {e} (`python -m core cancel` stops it, keeping its finished points)", file=sys.stderr)
+        return 2
+    except (ConfigError, devices.DeviceError, settings.ReadOnlyError, hardware.HardwareError,
             costmodel.PredictionError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`python -m core list | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,9 +42,11 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m core", description="Crossover, headless.")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
-    info = sub.add_parser("info", help="print this machine's fingerprint")
+    info = sub.add_parser("info", help="this machine: CPU, cores, memory, GPUs, versions, code version")
+    info.add_argument("--json", action="store_true", help="print the raw fingerprint as JSON")
     info.set_defaults(command=cmd_info)
-    listing = sub.add_parser("list", help="list experiments, their parameters, presets and variants")
+    listing = sub.add_parser("list", help="experiments, their parameters with each preset's values, and variants")
+    listing.add_argument("experiment", nargs="?", help="only this experiment")
     listing.set_defaults(command=cmd_list)
     run = sub.add_parser("run", help="run one experiment and write a results record")
     run.add_argument("experiment")
@@ -44,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", help=argparse.SUPPRESS)
     run.add_argument("--config-json", help=argparse.SUPPRESS)  # the app's jobs pass their checked configuration
     run.set_defaults(command=cmd_run)
+    cancel = sub.add_parser("cancel", help="stop the run going on after its current point, keeping the points "
+                                           "it finished (exit status 1 when no run is going on)")
+    cancel.set_defaults(command=cmd_cancel)
     calibrate = sub.add_parser("calibrate", help="measure this machine's constants into its calibrated profile")
     calibrate.add_argument("--device", action="append",
                            help="a CUDA GPU to calibrate besides the CPU (repeatable); default: every device here")
@@ -72,23 +87,55 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_info(args) -> int:
-    print(json.dumps(devices.fingerprint(), indent=1))
+    fp = devices.fingerprint()
+    print(json.dumps(fp, indent=1) if args.json else info_text(fp, versions.code_version()))
     return 0
+
+
+def info_text(fp: dict, code: dict) -> str:
+    """The fingerprint for people, one line per field."""
+    gpus = [f"{g.get('device', 'cuda')}: {g['name']} ({g.get('memory_gib', '?')} GiB, compute capability "
+            f"{g.get('compute_capability', '?')}, driver {g.get('cuda_driver', '?')})" for g in fp.get("gpus", [])]
+    if fp.get("mps"):
+        gpus.append("mps: Apple GPU")
+    lines = {
+        "machine": fp["machine_id"],
+        "CPU": f"{fp['cpu_model']}: {fp.get('cpu_physical_cores', '?')} physical cores, {fp['cpu_logical_cores']} "
+               f"logical (hardware threads); torch uses {fp.get('torch_threads', '?')} threads",
+        "memory": f"{fp.get('memory_gib', '?')} GiB",
+        "OS": fp.get("os", "?"),
+        "GPUs": "; ".join(gpus) or "none: only the CPU variants run here",
+        "versions": ", ".join(f"{name} {fp.get(key) or '-'}" for name, key in (
+            ("Python", "python"), ("torch", "torch"), ("numpy", "numpy"), ("CUDA", "cuda"), ("cuDNN", "cudnn"))),
+        "code": (f"commit {code['commit'][:12]}{' with uncommitted changes' if code['dirty'] else ''}"
+                 if "commit" in code else f"package {code.get('package')}"),
+    }
+    return "\n".join(f"{name + ':':<10}{value}" for name, value in lines.items())
 
 
 def cmd_list(args) -> int:
-    for exp in experiments.registry().values():
-        print(f"{exp.name}: {exp.title}")
-        for p in exp.all_params():
-            print(f"  --set {p.name}=...  {p.help} ({p.allowed()}; default {_show(p.default)})")
-        for preset in exp.presets:
-            print(f"  preset {preset}: " + ", ".join(f"{k}={_show(v)}" for k, v in exp.presets[preset].items()))
-        for v in exp.variants:
-            print(f"  variant '{v.name}' on {'/'.join(v.kinds)}: {v.help}")
+    chosen = [experiments.get(clip(args.experiment))] if args.experiment else experiments.registry().values()
+    print("\n\n".join(listing_text(exp) for exp in chosen))
     return 0
 
 
-def _show(value) -> str:
+def listing_text(exp) -> str:
+    """An experiment's parameters (what each allows and its value in every preset) and its variants."""
+    configs = {preset: exp.config(preset) for preset in PRESETS}
+    lines = [f"{exp.name}: {exp.title}", "  parameters (--set NAME=VALUE), with their value in each preset:"]
+    for p in exp.all_params():
+        shown_values = {preset: _show(p, config[p.name]) for preset, config in configs.items()}
+        values = ("every preset: " + shown_values["quick"] if len(set(shown_values.values())) == 1
+                  else "; ".join(f"{preset}: {value}" for preset, value in shown_values.items()))
+        lines += [f"    {p.name}: {p.help} ({p.allowed()})", f"      {values}"]
+    lines.append("  variants:")
+    lines += [f"    '{v.name}' on {'/'.join(v.kinds)}: {v.help}" for v in exp.variants]
+    return "\n".join(lines)
+
+
+def _show(p, value) -> str:
+    if p.many and p.choices and set(value) == set(p.choices):
+        return "all"
     return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
@@ -116,16 +163,34 @@ def cmd_run(args) -> int:
         raise ConfigError(both[0], "given both in --config-json and with --set; allowed: one of them")
     config = exp.config(args.preset, given | typed)
     names = _devices(args.device)
-    exp.plan(config, names)
+    planned = len(exp.plan(config, names))
     writer = results.RecordWriter(exp.name, args.preset, config, names, run_id=args.run_id)
     lock_fd = _hold_lock(writer, names)
     try:
         print(f"{exp.name} ({args.preset}) on {', '.join(names)} -> {writer.path}", flush=True)
-        status = runner.run(exp, config, names, writer, progress=_print_progress, standin_progress=_print_standin)
+        with _progress_bar(f"{exp.name} ({args.preset})", planned) as bar:
+            status = runner.run(exp, config, names, writer, progress=bar.finished, standin_progress=bar.standin,
+                                starting=bar.starting)
         print(f"{status}: {writer.path}", flush=True)
     finally:
         runlock.release(lock_fd)
     return 0 if status == "complete" else 1
+
+
+def cmd_cancel(args) -> int:
+    try:
+        stopped = jobs.cancel()
+    except PermissionError:
+        print("error: the run going on belongs to another user: it can only be cancelled as that user",
+              file=sys.stderr)
+        return 2
+    if stopped is None:
+        print("no run is going on")
+        return 1
+    print(f"cancelled run {stopped['run_id']} ({stopped['experiment']}, {stopped['preset']} preset, on "
+          f"{', '.join(stopped['devices'])}): it stops after its current point; the {stopped['done']} of "
+          f"{stopped['total'] or '?'} points it finished stay in {stopped['record']}")
+    return 0
 
 
 def _devices(given: list[str] | None) -> list[str]:
@@ -230,7 +295,9 @@ def _prediction_text(p: predictions.Predicted) -> str:
 
 
 def _seconds_text(seconds: float) -> str:
-    return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
 
 
 def _predict_model(args) -> int:
@@ -277,24 +344,80 @@ def _hold_lock(writer: results.RecordWriter, names: list[str]) -> int:
     return runlock.adopt(inherited, info) if inherited else runlock.acquire(info)
 
 
-def _print_progress(done: int, total: int, point, row: dict) -> None:
+TICK_S = 1.0  # the bar is redrawn this often, so that its elapsed time moves during a long point
+
+
+class _Progress:
+    """What `run` prints: a line per finished point and per stand-in census, and on a terminal a tqdm bar
+    below them (points done, elapsed, estimated time left, the point being measured). Where stdout is not
+    a terminal (an app's run writes to its log) the bar is off and the lines alone are printed."""
+
+    def __init__(self, bar: tqdm):
+        self.bar = bar
+
+    def starting(self, i: int, total: int, point) -> None:
+        self.bar.set_postfix_str(f"now: {point.describe()}", refresh=True)
+
+    def finished(self, done: int, total: int, point, row: dict) -> None:
+        self._line(f"[{done}/{total}] {point.describe()}: {point_outcome(row)}{_inspection_text(row)}")
+        self.bar.update()
+
+    def standin(self, done: int, total: int, point, entry: dict) -> None:
+        if done == 1:
+            self.bar.reset(total)
+            self.bar.set_description_str("GPU stand-in censuses")
+        found = entry["census"]
+        what = (census.describe(found, entry["unit"], entry["per_call"]) if "operations" in found
+                else f"no census: {found.get('skipped') or found.get('error')}")
+        self.bar.set_postfix_str(f"now: {point.variant} {results.point_text(point.params)}".rstrip())
+        self._line(f"[GPU stand-in {done}/{total}] {point.variant} {results.point_text(point.params)}: {what}")
+        self.bar.update()
+
+    def _line(self, text: str) -> None:
+        self.bar.write(text, file=sys.stdout)  # above the bar, which is drawn again below it
+        sys.stdout.flush()
+
+
+def on_terminal() -> bool:
+    return sys.stdout.isatty() and sys.stderr.isatty()
+
+
+@contextmanager
+def _progress_bar(what: str, total: int):
+    """A _Progress whose bar (on stderr) is redrawn every TICK_S by a thread of its own: tqdm draws only
+    when told, so without it the elapsed time would stand still for the whole of a long point."""
+    with tqdm(desc=what, total=total, unit="point", file=sys.stderr, disable=not on_terminal(), smoothing=0,
+              bar_format="{desc}: {n_fmt}/{total_fmt} |{bar}| {elapsed} elapsed, about {remaining} left{postfix}"
+              ) as bar:
+        stop = threading.Event()
+        ticker = threading.Thread(target=_tick, args=(bar, stop), name="progress bar", daemon=True)
+        if not bar.disable:
+            ticker.start()
+        try:
+            yield _Progress(bar)
+        finally:
+            stop.set()
+            if ticker.is_alive():
+                ticker.join()
+
+
+def _tick(bar: tqdm, stop: threading.Event) -> None:
+    while not stop.wait(TICK_S):
+        bar.refresh()
+
+
+def point_outcome(row: dict) -> str:
+    """'median 132 ms per epoch (one sample: 2,000 epochs in 264 s; IQR 3%, n=5)', or the failure."""
     if row["status"] != "ok":
-        outcome = f"{row['status']}: {row.get('error')}"
-    elif row.get("median") is not None:
-        spread = f"IQR {row['iqr'] * 1e3:.2g} ms" if row["iqr"] is not None else "one sample"
-        outcome = (f"median {row['median'] * 1e3:.4g} ms per {call_text(row['unit'], row['per_call'])} "
-                   f"({spread}, n={row['n']}{', noisy' if row['noisy'] else ''})")
-    else:
-        outcome = "done"
-    print(f"[{done}/{total}] {point.describe()}: {outcome}{_inspection_text(row)}", flush=True)
-
-
-def _print_standin(done: int, total: int, point, entry: dict) -> None:
-    found = entry["census"]
-    what = (census.describe(found, entry["unit"], entry["per_call"]) if "operations" in found
-            else f"no census: {found.get('skipped') or found.get('error')}")
-    print(f"[GPU stand-in {done}/{total}] {point.variant} {results.point_text(point.params)}: "
-          f"{what}", flush=True)
+        return f"{row['status']}: {row.get('error')}"
+    if row.get("median") is None:
+        return "done"
+    per_call = row["per_call"] or 1
+    sample = (f"one sample: {call_text(row['unit'], per_call)} in {_seconds_text(row['median'])}; "
+              if per_call > 1 else "")
+    spread = f"IQR {row['iqr'] / row['median']:.0%}" if row["iqr"] is not None and row["median"] > 0 else "one sample"
+    return (f"median {_seconds_text(row['median'] / per_call)} per {row['unit']} "
+            f"({sample}{spread}, n={row['n']}{', noisy' if row['noisy'] else ''})")
 
 
 def _inspection_text(row: dict) -> str:

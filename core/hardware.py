@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from core import devices, profiles
+from core import devices, profiles, settings
 
 CATALOGUE_PATH = Path(__file__).with_name("hardware.json")
 SCHEMA_VERSION = 1
@@ -256,7 +256,7 @@ def from_profile(profile: dict, device: str) -> Device:
         raise HardwareError(f"profile: {e}") from None
     machine, gpus = profile["machine_id"], profile["gpus"]
     if device != "cpu" and device not in gpus:
-        who = "this machine" if machine == devices.fingerprint()["machine_id"] else f"machine {machine}"
+        who = settings.this_host() if machine == devices.fingerprint()["machine_id"] else f"machine {machine}"
         raise HardwareError(f"device: {who} has no calibrated '{_clip(device, 60)}'; it has: "
                             f"{', '.join(['cpu', *gpus])}")
     kind, section = ("cpu", profile["cpu"]) if device == "cpu" else ("gpu", gpus[device])
@@ -270,10 +270,11 @@ def _calibrated_names(profile: dict, device: str) -> tuple[str, str]:
     machine = profile["machine_id"]
     ours = machine == devices.fingerprint()["machine_id"]
     if device == "cpu":
-        return (THIS, "this machine's CPU") if ours else (machine, f"{profile['fingerprint']['cpu_model']} ({machine})")
+        return (THIS, f"{settings.this_host()}'s CPU") if ours else (
+            machine, f"{profile['fingerprint']['cpu_model']} ({machine})")
     gpu = next((g["name"] for g in profile["fingerprint"]["gpus"] if g.get("device") == device), "GPU")
     if ours:
-        return f"{THIS}:{device}", f"{gpu} (this machine's {device})"
+        return f"{THIS}:{device}", f"{gpu} ({settings.this_host()}'s {device})"
     return f"{machine}:{device}", f"{gpu} ({device} of {machine})"
 
 

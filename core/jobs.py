@@ -25,10 +25,10 @@ def start(experiment: str, device_names: list[str], preset: str, overrides: dict
     config = exp.config(preset, overrides)
     for d in device_names:
         devices.check(d)
-    exp.plan(config, device_names)
+    planned = len(exp.plan(config, device_names))
     run_id = results.new_run_id(experiment)
     info = {"run_id": run_id, "experiment": experiment, "devices": device_names, "preset": preset,
-            "started": now(), "pid": None,
+            "started": now(), "pid": None, "planned": planned,
             "record": str(settings.results_dir() / devices.fingerprint()["machine_id"] / f"{run_id}.json")}
     fd = runlock.acquire(info)
     try:
@@ -81,34 +81,36 @@ def _reap(process: subprocess.Popen, run_id: str) -> None:
 
 
 def current() -> dict | None:
-    """The run going on now with its progress (done, total, status) and, once a cancel was asked,
-    `stopping` (when it was asked), or None."""
+    """The run going on now with its progress (done, total, standins, status) and, once a cancel was
+    asked here, `stopping` (when it was asked), or None. Before the run has written its record, `total`
+    is the number of points planned when the app started it (0 for a run from the shell)."""
     info = runlock.holder()
     if info is None:
         return None
     info = dict(info)
     record = progress(info.get("record"))
-    info.update(done=record["done"], total=record["total"], status=record["status"],
-                stopping=_stopping.get(info["run_id"]))
+    info.update(record, total=record["total"] or info.get("planned") or 0, stopping=_stopping.get(info["run_id"]))
     return info
 
 
 def progress(record_path: str | None) -> dict:
-    """A run's points done and planned, and its status; "no record" while (or when) it has none."""
+    """A run's points done and planned, the stand-in censuses taken after them, its status and when it
+    ended (None while it runs); "no record" while (or when) it has none."""
     try:
         record = results.read_record(Path(record_path))
     except (ValueError, TypeError):
-        return {"done": 0, "total": 0, "status": "no record"}
-    return {"done": len(record["rows"]), "total": record["planned_points"], "status": record["status"]}
+        return {"done": 0, "total": 0, "standins": 0, "status": "no record", "ended": None}
+    return {"done": len(record["rows"]), "total": record["planned_points"],
+            "standins": len(record.get("standin", ())), "status": record["status"], "ended": record.get("ended")}
 
 
-def cancel() -> bool:
-    """Ask the current run to stop after its current point (its finished points stay recorded).
-    False when nothing was running."""
+def cancel() -> dict | None:
+    """Ask the current run to stop after its current point (its finished points stay recorded); returns
+    what was asked to stop (as `current` describes it), or None when nothing was running."""
     settings.require_writable("cancelling a run")
-    info = runlock.holder()
+    info = current()
     if not info or not info.get("pid"):
-        return False
+        return None
     pid = info["pid"]
     try:
         if os.getpgid(pid) == pid:  # our own runs lead their session: stop any workers with them
@@ -116,9 +118,9 @@ def cancel() -> bool:
         else:
             os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
-        return False
-    _stopping[info["run_id"]] = now()
-    return True
+        return None
+    info["stopping"] = _stopping[info["run_id"]] = now()
+    return info
 
 
 def log_tail(run_id: str, lines: int = 20) -> str:

@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from core import analysis, devices
+from core import analysis, devices, settings
 
 PLACEHOLDER = re.compile(r"\{measured:([^{}]*)\}")
 NOT_MEASURED = "*not measured yet*"
@@ -382,7 +382,8 @@ def _source(chosen: pd.DataFrame, this_machine: str | None) -> str:
     first = chosen.iloc[0]
     named = chosen.get("device_name", chosen["device"])
     names = dict.fromkeys(f"{d} ({n})" if isinstance(n, str) and n != d else d for d, n in zip(chosen["device"], named))
-    machine = "this machine" if first["machine_id"] == this_machine else first.get("machine") or first["machine_id"]
+    machine = (settings.this_host() if first["machine_id"] == this_machine
+               else first.get("machine") or first["machine_id"])
     runs = ", ".join(f"`{r}`" for r in dict.fromkeys(chosen["run_id"]))
     preset = f" ({first['preset']} preset)" if isinstance(first.get("preset"), str) else ""
     return f"{' and '.join(names)} of {machine}, run {runs}{preset}"

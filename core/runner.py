@@ -73,10 +73,12 @@ def inspect(workload: timing.Workload, device: str, measurement: timing.Measurem
 
 def run(experiment: Experiment, config: dict, device_names: list[str], writer: RecordWriter,
         progress: Callable[[int, int, Point, dict], None] = None,
-        standin_progress: Callable[[int, int, Point, dict], None] = None) -> str:
+        standin_progress: Callable[[int, int, Point, dict], None] = None,
+        starting: Callable[[int, int, Point], None] = None) -> str:
     """Measure every point on every device, writing the record after each, then take the stand-in census
     of every point a GPU would run (core.standin: what the cost model predicts a GPU from, on any machine);
-    returns the final status. SIGTERM cancels: the finished points stay in the record."""
+    returns the final status. SIGTERM cancels: the finished points stay in the record. `starting` hears of
+    each point before it is measured, `progress` after (with its row), `standin_progress` of each census."""
     settings.require_writable("runs")
     points = experiment.plan(config, device_names)
     state = RunState()
@@ -85,6 +87,8 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # core.jobs holds a cancel back until now
         for i, point in enumerate(points, 1):
+            if starting:
+                starting(i, len(points), point)
             row = measure_point(experiment, point, config, state, files=writer.path.with_suffix(""),
                                 stem=f"{i:03d}-{point.device.replace(':', '')}-{_slug(point.variant)}")
             writer.add(row)

@@ -9,10 +9,12 @@ from ui.router import require_router
 
 require_router()
 
+host = settings.this_host()  # "this server" for a visitor of a read-only view
+
 st.title("Machines")
 st.markdown("Every machine with results or a calibrated profile in the results folder, as its fingerprint "
-            "describes it, the constants its calibration measured, and the runs it holds. The one you are on "
-            "is marked.")
+            f"describes it, the constants its calibration measured, and the runs it holds. {host.capitalize()} "
+            "(the one the app runs on) is marked.")
 
 here = devices.fingerprint()["machine_id"]
 records = data.records()
@@ -26,7 +28,7 @@ for warning in skipped:
 for mid, profile in calibrated.items():
     fingerprints.setdefault(mid, profile["fingerprint"])
 machines = pd.DataFrame([{
-    "this machine": mid == here, "machine id": mid, "CPU": fp["cpu_model"],
+    host: mid == here, "machine id": mid, "CPU": fp["cpu_model"],
     "physical / logical cores": f"{fp.get('cpu_physical_cores', '?')} / {fp['cpu_logical_cores']}",
     "torch threads": fp.get("torch_threads"), "memory (GiB)": fp.get("memory_gib"), "OS": fp.get("os"),
     "GPUs": ", ".join(f"{g['name']} ({g.get('memory_gib', '?')} GiB, cc {g.get('compute_capability', '?')}, "
@@ -40,7 +42,7 @@ st.markdown("What each machine's calibration measured: the host's cost per eager
             "DataLoader sample, the compute and memory rates each device achieved, and each GPU's launch, "
             "kernel, sync, copy and CUDA-graph costs. Each figure is the best of its samples.")
 for mid, fp in fingerprints.items():
-    st.markdown(f"**{mid}**{' (this machine)' if mid == here else ''}: {devices.label(fp)}")
+    st.markdown(f"**{mid}**{f' ({host})' if mid == here else ''}: {devices.label(fp)}")
     profile = calibrated.get(mid)
     if profile is None:
         hint = "" if settings.read_only() else ": run `python -m core calibrate`" + ("" if mid == here else " on it")

@@ -1,25 +1,118 @@
-import pandas as pd
+import altair as alt
 import streamlit as st
 
-from core import experiments, results
+from core import devices, experiments, overview, settings
+from core.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.charts import ratio_dots
 from ui import data
 from ui.router import page_file, require_router, without_page
+from ui.template import MARKS
 
 require_router()
+UNKNOWN_MARK = ":material/help:"
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _figures(key: tuple, _records: list[dict]):
+    """The verdict matrix and the headline data; `key` names the records and the saved predictions."""
+    return overview.verdict_matrix(_records), overview.headline(_records, overview.predicted_table())
+
+
+def _key(records: list[dict]) -> tuple:
+    """What the figures depend on: the results folder, each record's state, the calibrations and the saved
+    predictions of the write-ups (their modification times)."""
+    folder = settings.results_dir()
+    saved = sorted((str(p), p.stat().st_mtime_ns) for pattern in ("*/predictions/*.json", "*/calibration/*.json")
+                   for p in folder.glob(pattern)) if folder.is_dir() else []
+    return str(folder), tuple((r["run_id"], r["status"], r.get("ended"), len(r["rows"])) for r in records), tuple(saved)
+
+
+def experiment_links(matrix) -> None:
+    """Each experiment's page, three to a row, with its verdicts counted under it."""
+    registered = [e for e in experiments.registry().values() if page_file(e.name).exists()]
+    for start in range(0, len(registered), 3):
+        for column, experiment in zip(st.columns(3), registered[start:start + 3]):
+            with column:
+                st.page_link(st.Page(page_file(experiment.name), title=experiment.title, url_path=experiment.name),
+                             label=overview.short_title(experiment), icon=":material/arrow_forward:",
+                             help=experiment.title)
+                st.caption(_tally(matrix[matrix["experiment"] == experiment.name]))
+
+
+def _tally(verdicts) -> str:
+    """'3 claims: 1 reproduced, 2 need a GPU' over every machine's verdicts of one experiment ('3 claims on 2
+    machines: ...' where several machines have results)."""
+    claims, machines = verdicts["claim"].nunique(), verdicts["machine_id"].nunique()
+    counts = verdicts["outcome"].value_counts()
+    said = {REPRODUCED: "reproduced", NOT_REPRODUCED: "not reproduced", ESTIMATED: "estimated",
+            NEEDS_GPU: "need a GPU", NO_DATA: "no data yet"}
+    parts = [f"{MARKS.get(outcome, UNKNOWN_MARK)} {counts[outcome]} {words}" for outcome, words in said.items()
+             if outcome in counts]
+    on = f" on {machines} machines" if machines > 1 else ""
+    return f"{claims} claim{'s' if claims != 1 else ''}{on}: " + ", ".join(parts)
+
+
+def headline_chart(headline) -> None:
+    st.subheader("GPU/CPU speedup at the write-ups' configurations")
+    if headline.empty:
+        st.info("No write-up states a GPU/CPU speedup, or the times of both, for one configuration.")
+        return
+    chart = ratio_dots(headline, title="CPU time / GPU time, one row per write-up configuration",
+                       x_title="CPU time / GPU time (above 1: the GPU is faster; log scale)",
+                       tooltip=["experiment", "setting", "hardware", "detail"])
+    # One row of dots per configuration, its series side by side within it (a step per row, not per series).
+    row_height = 10 + 12 * headline["series"].nunique()
+    st.altair_chart(chart.properties(height=alt.Step(step=row_height, **{"for": "position"})), width="stretch")
+    measured = (headline["source"] == "measured").any()
+    predicted = (headline["source"] == "predicted").any()
+    st.caption("Published: the write-up's own figure, on its hardware. "
+               + ("Predicted: the cost model's figure for the same configuration on the write-up's hardware "
+                  "(named in the tooltip), not a measurement. " if predicted else
+                  "No prediction of the write-ups' figures is saved yet (`python -m core predict --writeups` takes "
+                  "them). ")
+               + ("Measured: a GPU's time against its machine's CPU at the points of the configuration Crossover "
+                  "runs (smaller data than the write-up's), the median where several match."
+                  if measured else "Measured: none, until a GPU machine's records are in the results folder."))
+
+
+def verdict_matrix(matrix) -> None:
+    st.subheader("The claims, checked on each machine")
+    here = devices.fingerprint()["machine_id"]
+    table = overview.matrix_table(matrix, MARKS, UNKNOWN_MARK, here)
+    for label in matrix.loc[matrix["machine_id"] == here, "machine"].unique():
+        table = table.rename(columns={label: f"{label} ({settings.this_host()})"})
+    st.markdown(overview.markdown_table(table))
+    predicted = ("The last column is the cost model's answer for the write-up's GPU (predicted from a census of the "
+                 "workload, not measured). " if overview.PREDICTED_COLUMN in table else "")
+    st.caption(f"{MARKS[REPRODUCED]} reproduced · {MARKS[NOT_REPRODUCED]} not reproduced · {MARKS[ESTIMATED]} "
+               f"estimated (rests on an extrapolation or a fit) · {MARKS[NEEDS_GPU]} needs a GPU · {MARKS[NO_DATA]} "
+               "no data there. Each machine's column rests on the latest complete run of each preset there. "
+               f"{predicted}Each experiment's page has the verdicts in full.")
+
+
+def machines_with_results(records: list[dict]) -> None:
+    st.subheader("Machines with results")
+    machines = overview.machines_table(records)
+    if machines.empty:
+        st.info("No results yet." + ("" if settings.read_only() else
+                " Run `python -m core run matmul --preset quick`, or open an experiment and run it from the sidebar."))
+        return
+    here = machines["machine_id"] == devices.fingerprint()["machine_id"]
+    machines.loc[here, "Machine"] = machines.loc[here, "Machine"] + f" ({settings.this_host()})"
+    st.dataframe(machines.drop(columns="machine_id"), hide_index=True)
+    st.caption("Complete runs are counted per preset; smoke runs and cancelled, failed or interrupted runs are set "
+               "apart and counted there, never among the complete runs.")
+
 
 st.title("Crossover")
-st.markdown("""
-**Will a GPU make my small PyTorch model faster, and why or why not?** Five public write-ups timed small
-workloads on a CPU and a GPU and drew conclusions, some right, some artefacts of how they measured.
-Crossover reproduces each of them on your hardware, shows the published figures beside its own, lets you
-rerun any experiment on the local devices, and explains the gap with measurements: transfers, kernel
-launches, synchronisation and batch size.
-
-Every number here is **measured** (a record in the results folder, with the machine's fingerprint,
-software and code versions, configuration and raw samples), **published** (a write-up's own figure,
-labelled with its source), or **estimated** (extrapolated or fitted from measurements, and a verdict
-that rests on one says so).
-""")
+records = data.records()
+if not overview.gpu_measured(records):
+    st.warning("No GPU has measured anything yet: every GPU figure here is published or predicted.",
+               icon=":material/memory:")
+st.markdown("**Will a GPU make a small PyTorch model faster, and why or why not?** Five public write-ups timed "
+            "small workloads on a CPU and a GPU. Crossover reruns each one and checks its claims. Every figure is "
+            "**measured** (a record in the results folder), **published** (the write-up's own) or **predicted** "
+            "(the cost model's, never mixed up with a measurement).")
 
 for module, error in experiments.broken().items():
     st.error(f"The experiment module `{module}` could not be loaded, so it is left out: {error}")
@@ -27,19 +120,8 @@ for name in without_page():
     st.error(f"The experiment '{name}' is registered but has no page, so it is not in the navigation: add "
              f"`pages/{page_file(name).name}` holding `experiment_page(\"{name}\")`, as every other page does.")
 
-records = data.records()
-runs = results.runs_frame(records)
-st.subheader("The experiments")
-table = pd.DataFrame([{"experiment": e.title, "the write-up's claim": e.claim, "source": e.source,
-                       "runs": int((runs["experiment"] == e.name).sum()) if len(runs) else 0,
-                       "machines": runs[runs["experiment"] == e.name]["machine"].nunique() if len(runs) else 0}
-                      for e in experiments.registry().values()])
-st.dataframe(table, hide_index=True)
-
-st.subheader("Machines with results")
-if runs.empty:
-    st.info("No results yet. Run `python -m core run matmul --preset quick`, or use a page's rerun panel.")
-else:
-    per_machine = runs.groupby("machine").agg(runs=("run_id", "count"), experiments=("experiment", "nunique"),
-                                               last_run=("started", "max")).reset_index()
-    st.dataframe(per_machine, hide_index=True)
+matrix, headline = _figures(_key(records), records)
+experiment_links(matrix)
+headline_chart(headline)
+verdict_matrix(matrix)
+machines_with_results(records)

@@ -18,6 +18,7 @@ st.markdown("Crossover's cost model predicts the time of one unit of a workload 
             "measurement.")
 records = data.records()
 here = devices.fingerprint()["machine_id"]
+host = settings.this_host()  # "this server" for a visitor of a read-only view
 
 
 def _ratio(value) -> str:
@@ -37,11 +38,11 @@ st.markdown(f"For every point measured with a census on a machine with a calibra
 accuracy = predictions.accuracy(records)
 calibrated = profiles.all()
 if here not in calibrated:
-    st.info(f"This machine has {profiles.missing_message()}; nothing of it can be checked yet.")
+    st.info(f"Nothing of {host} can be checked yet: {predicted.no_profile_text()}.")
 for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *accuracy["machine_id"]]):
     part = accuracy[accuracy["machine_id"] == machine_id]
     name = devices.label(calibrated[machine_id]["fingerprint"]) if machine_id in calibrated else part["machine"].iloc[0]
-    st.markdown(f"**{machine_id}**{' (this machine)' if machine_id == here else ''}: {name}")
+    st.markdown(f"**{machine_id}**{f' ({host})' if machine_id == here else ''}: {name}")
     if part.empty:
         st.caption("No measured point with a census the model can read yet (runs of this version record one): "
                    "run an experiment on it (`python -m core run NAME --preset quick`).")
@@ -71,7 +72,7 @@ if os.path.lexists(writeups.path()):  # a link or a pipe there is named, never f
     except ValueError as e:  # a broken or foreign file: say which and why, as for a record
         st.warning(f"The saved write-up validation cannot be read: {e}", icon="⚠️")
 if validation is None:
-    st.info("Not computed on this machine yet" + ("." if settings.read_only() else
+    st.info(f"Not computed on {host} yet" + ("." if settings.read_only() else
             ": `python -m core predict --writeups` takes the census of each figure's workload and saves the "
             "table here (a minute or two)."))
 else:
@@ -100,22 +101,22 @@ else:
 # -- (c) will a GPU help? -----------------------------------------------------------------------------------
 st.header("Will a GPU help?")
 st.markdown("Pick an experiment and one of its runs (a configuration measured with stand-in censuses): for each GPU "
-            "of the catalogue, its predicted time per unit against this run's measured CPU time, driven by this "
-            "machine's CPU, and from where along the swept parameter the GPU would be faster.")
+            f"of the catalogue, its predicted time per unit against this run's measured CPU time, driven by {host}'s "
+            "CPU, and from where along the swept parameter the GPU would be faster.")
 with_standin = {name: exp for name, exp in experiments.registry().items() if predicted.standin_runs(records, name)}
 if not with_standin:
     st.info("No run with stand-in censuses in the results yet: a run of this version ends by taking the census of "
-            "every point a GPU would run" + ("." if settings.read_only() else ": rerun an experiment (its page's Run "
-                                              "button, or `python -m core run NAME --preset quick`)."))
+            "every point a GPU would run" + ("." if settings.read_only() else ": run an experiment again (Run it again, "
+                                              "in its page's sidebar, or `python -m core run NAME --preset quick`)."))
     st.stop()
 name = st.selectbox("Experiment", list(with_standin), format_func=lambda n: with_standin[n].title, key="help-experiment")
 runs = {r["run_id"]: r for r in predicted.standin_runs(records, name)}
 run_id = st.selectbox("Configuration (a run)", list(runs), key=f"help-run-{name}", format_func=lambda r: (
     f"{r} · {runs[r].get('preset')} · {len(runs[r]['standin'])} stand-in points"
-    f"{' · this machine' if runs[r].get('machine_id') == here else ''}"))
+    f"{f' · {host}' if runs[r].get('machine_id') == here else ''}"))
 record = runs[run_id]
 if profiles.load() is None:
-    st.info("No prediction: " + profiles.missing_message() + ".")
+    st.info(f"No prediction: {predicted.no_profile_text()}.")
     st.stop()
 measured = predicted.measured_cpu(record)
 compared = predicted.every_gpu(record, measured)
@@ -131,7 +132,7 @@ st.markdown(f"**Predicted speedup over {predicted.measured_label(record)}** per 
             "predicted GPU time, above 1 the GPU would be faster; a variant the CPU does not run is set against the "
             "fastest CPU variant at the same point.")
 st.dataframe(summary.reset_index(), hide_index=True, column_config={
-    "gpu": "GPU (predicted, driven by this machine's CPU)",
+    "gpu": f"GPU (predicted, driven by {host}'s CPU)",
     "median_speedup": st.column_config.NumberColumn("median predicted speedup", format="%.2f"),
     "best_speedup": st.column_config.NumberColumn("best predicted speedup", format="%.2f")})
 if x:
@@ -149,7 +150,7 @@ if x:
         long, x, title=f"{with_standin[name].title}, {variant}: measured CPU and every GPU predicted", x_title=x,
         y_title=predicted.unit_text(long), tooltip=["variant", "CPU variant", "point"]), width="stretch")
     st.caption("Solid lines, filled points: measured. Dashed lines, hollow points: predicted by the cost model for each "
-               "GPU driven by this machine's CPU, not measured.")
+               f"GPU driven by {host}'s CPU, not measured.")
 with st.expander("Every point, every GPU"):
     st.dataframe(predicted.comparison_table(compared).assign(GPU=compared["gpu"]), hide_index=True,
                  column_config=predicted.FIGURES)

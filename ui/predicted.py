@@ -66,11 +66,18 @@ def resolve(name: str) -> tuple[hardware.Target | None, str]:
     """The target a GPU name stands for, driven by this machine's CPU; None and the reason (how to
     calibrate when this machine has no profile) when it cannot be had."""
     if profiles.load() is None:
-        return None, "No prediction: " + profiles.missing_message() + "."
+        return None, f"No prediction: {no_profile_text()}."
     try:
         return hardware.resolve(name, host="this"), ""
     except hardware.HardwareError as e:
         return None, f"No prediction: {e}"
+
+
+def no_profile_text() -> str:
+    """'no calibrated profile for this machine: run ...' (for a visitor of a read-only view, the server's, and
+    nothing to run)."""
+    text = f"no calibrated profile for {settings.this_host()}"
+    return text if settings.read_only() else f"{text}: run `python -m core calibrate` (under a minute)"
 
 
 def chosen_target(experiment: experiments.Experiment | None = None) -> tuple[hardware.Target | None, str]:
@@ -136,7 +143,9 @@ def _value(value) -> str:
 
 def measured_label(record: dict) -> str:
     here = record.get("machine_id") == devices.fingerprint()["machine_id"]
-    return "measured on this machine's CPU" if here else f"measured on {results.record_summary(record)['machine']}"
+    if here:
+        return f"measured on {settings.this_host()}'s CPU"
+    return f"measured on {results.record_summary(record)['machine']}"
 
 
 def predicted_label(target: hardware.Target) -> str:
@@ -223,7 +232,7 @@ def section(experiment: experiments.Experiment, records: list[dict], found: Fore
     st.subheader("What a GPU would do (predicted)")
     runs = standin_runs(records, experiment.name)
     if not runs:
-        rerun = "" if settings.read_only() else (f": rerun it (the Run button below, or `python -m core run "
+        rerun = "" if settings.read_only() else (f": run it again (in the sidebar, or `python -m core run "
                                                  f"{experiment.name} --preset quick`)")
         st.info("No stand-in census in the results yet: a run of this version ends by taking the census of every "
                 "point a GPU would run, on any machine, which is what the cost model predicts a GPU from. Runs "
@@ -250,8 +259,8 @@ def section(experiment: experiments.Experiment, records: list[dict], found: Fore
     st.caption(f"One panel per variant a GPU would run. Dashed lines and hollow points are predicted on "
                f"{found.target.title} by the cost model from each point's stand-in census (the workload built on "
                f"the meta device), not measured; solid ones are {labels[0]} (run {record['run_id']}), the same "
-               f"variant or, where the CPU runs none, the fastest CPU variant at that point. The model on this "
-               f"machine: {found.accuracy}.")
+               f"variant or, where the CPU runs none, the fastest CPU variant at that point. The model on "
+               f"{settings.this_host()}: {found.accuracy}.")
     st.dataframe(comparison_table(compared), hide_index=True, column_config=FIGURES)
 
 

@@ -1,5 +1,9 @@
-"""The rerun panel: choose devices, preset and parameters, see an estimate, start a background run,
-follow its progress and cancel it. Every tab and refresh sees the same run (it lives in core.jobs)."""
+"""The rerun panel, drawn in the sidebar of an experiment page: choose devices, preset and parameters,
+see an estimate, start a background run, follow its progress and cancel it. Every tab and refresh sees
+the same run (it lives in core.jobs); the sidebar of the other pages follows it with `run_status`."""
+import math
+from datetime import datetime
+
 import pandas as pd
 import streamlit as st
 
@@ -10,25 +14,49 @@ from core.runlock import BusyError
 from ui.data import records
 
 POLL_SECONDS = 1.0
+WATCHED = "crossover-watched"  # session state: the run this session started, for its outcome afterwards
+KEPT = "crossover-kept:"       # session state: our copy of each form widget's value (see _kept)
 
 
 def rerun_panel(exp: Experiment) -> None:
-    st.subheader("Rerun on this machine")
     if settings.read_only():
         st.info("This is a read-only view: runs are disabled here.")
         return
+    st.subheader("Run it again")
     if jobs.current():
-        _progress()
+        _follow(exp.name)
     else:
-        _last_outcome()
+        _last_outcome(exp.name)
         _form(exp)
+
+
+def run_status() -> None:
+    """The run going on, if any, followed live (for the sidebar of pages without the panel)."""
+    if not settings.read_only() and jobs.current():
+        _follow(None)
+
+
+# -- the form ------------------------------------------------------------------------------------------------
+def _kept(key: str, default) -> dict:
+    """The arguments of a form widget that keeps the user's choice. Streamlit forgets a widget's value after a
+    script run that does not draw it (the form is hidden while a run goes on), so each change is copied to a
+    key of our own (_keep) and handed back to the widget on every run (on every run, not only when dropped:
+    a run cut short by the next one may have set it already, and the browser shows a value set this way
+    only in the run that sets it)."""
+    st.session_state[key] = st.session_state.get(KEPT + key, default)
+    return {"key": key, "on_change": _keep, "args": (key,)}
+
+
+def _keep(key: str) -> None:
+    st.session_state[KEPT + key] = st.session_state[key]
 
 
 def _form(exp: Experiment) -> None:
     choices = devices.available()
-    picked = st.multiselect("Devices", choices, default=choices, key=f"{exp.name}-devices")
-    preset = st.selectbox("Preset", PRESETS, index=PRESETS.index("quick"), key=f"{exp.name}-preset",
-                          help="smoke: seconds, for tests; quick: about a minute per device; paper: the write-up's scale")
+    picked = st.multiselect("Devices", choices, **_kept(f"{exp.name}-devices", choices))
+    preset = st.selectbox("Preset", PRESETS, **_kept(f"{exp.name}-preset", "quick"),
+                          help="smoke: seconds, for tests; quick: about a minute per device; paper: the write-up's "
+                               "scale")
     overrides, errors = {}, []
     with st.expander("Parameters"):
         for p, value in exp.config(preset).items():
@@ -53,7 +81,7 @@ def _form(exp: Experiment) -> None:
         except (BusyError, ConfigError, devices.DeviceError, settings.ReadOnlyError) as e:
             st.error(str(e))
             return
-        st.session_state["crossover-watched"] = info
+        st.session_state[WATCHED] = info
         st.rerun()
 
 
@@ -62,19 +90,19 @@ def _input(exp: Experiment, preset: str, p: Param, value):
     Keys include the preset, so switching presets shows that preset's values."""
     key, help_ = f"{exp.name}-{preset}-{p.name}", f"{p.help} ({p.allowed()})"
     if p.choices and p.many:
-        return p.check(tuple(st.multiselect(p.name, p.choices, default=list(value), key=key, help=help_)))
+        return p.check(tuple(st.multiselect(p.name, p.choices, **_kept(key, list(value)), help=help_)))
     if p.kind is bool:
-        return st.checkbox(p.name, value, key=key, help=help_)
+        return st.checkbox(p.name, **_kept(key, value), help=help_)
     shown = ",".join(map(str, value)) if p.many else str(value)
-    return p.parse(st.text_input(p.name, shown, key=key, help=help_))
+    return p.parse(st.text_input(p.name, **_kept(key, shown), help=help_))
 
 
 def _estimate(exp: Experiment, preset: str, config: dict, picked: list[str]) -> str:
     guess = sum(exp.estimate_seconds(config, d) for d in picked)
-    text = f"Estimated time: about {_duration(guess)} (a rough guess from the work involved)"
+    text = f"Estimated time: {rough_duration(guess)} (a rough guess from the work involved)"
     last = _last_complete(exp.name, preset)
-    if last:
-        text += f"; the last complete {preset} run here took {_duration(last)}"
+    if last is not None:
+        text += f"; the last complete {preset} run here took {duration(last)}"
     return text + "."
 
 
@@ -91,42 +119,108 @@ def _last_complete(experiment: str, preset: str) -> float | None:
     return (pd.Timestamp(last["ended"]) - pd.Timestamp(last["started"])).total_seconds()
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+# -- words for times ---------------------------------------------------------------------------------------
+def rough_duration(seconds: float) -> str:
+    """An estimate to one significant figure: 'under a second', 'about 9 s', 'about 3 min', 'about 2 h'."""
+    for unit, size in (("h", 3600), ("min", 60), ("s", 1)):
+        if seconds >= size * (1.5 if unit != "s" else 1):
+            return f"about {_one_figure(seconds / size)} {unit}"
+    return "under a second"
+
+
+def _one_figure(value: float) -> str:
+    return f"{round(value, -int(math.floor(math.log10(value)))):g}"
+
+
+def duration(seconds: float) -> str:
+    """An elapsed time: '0.4 s', '42 s', '2 min 10 s', '1 h 5 min'."""
+    if seconds < 1:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def when(stamp: str, now: datetime = None) -> str:
+    """An ISO time stamp as the server's local clock time and how long ago: '07:41 (server time, CET),
+    2 min 10 s ago'."""
+    return f"{clock(stamp, now)}, {duration(_age(stamp, now))} ago"
+
+
+def clock(stamp: str, now: datetime = None) -> str:
+    """An ISO time stamp as the server's local clock time: '07:41 (server time, CET)', with the date when it
+    is not today."""
+    moment = datetime.fromisoformat(stamp).astimezone()
+    today = (now or datetime.now()).astimezone().date()
+    shown = moment.strftime("%H:%M" if moment.date() == today else "%Y-%m-%d %H:%M")
+    return f"{shown} (server time, {moment.tzname()})"
+
+
+def _age(stamp: str, now: datetime = None) -> float:
+    """Seconds since an ISO time stamp (never below 0: a clock may step back)."""
+    return max(((now or datetime.now()).astimezone() - datetime.fromisoformat(stamp).astimezone()).total_seconds(), 0.0)
+
+
+# -- a run going on, and the last one's outcome ----------------------------------------------------------------
+def progress_text(job: dict) -> str:
+    """What the panel and the sidebar say of a run going on: one text, so both say the same."""
+    total, done = job["total"], job["done"]
+    if total and done >= total and job["status"] == "running":
+        where = f"all {total} points measured, now the GPU stand-in censuses ({job.get('standins', 0)} taken)"
+    else:
+        where = f"{done}/{total or '?'} points"
+    return (f"{job['experiment']} ({job['preset']}) on {', '.join(job['devices'])}: {where}; "
+            f"started {when(job['started'])}")
 
 
 @st.fragment(run_every=POLL_SECONDS)
-def _progress() -> None:
+def _follow(page: str | None) -> None:
+    """The run's progress, redrawn every POLL_SECONDS; the page reruns when the run ends. `page`: the
+    experiment whose panel this is (None in the sidebar of another page, which links to the run's page)."""
     job = jobs.current()
     if job is None:
         st.rerun()  # the run ended: redraw the page with its results
-    st.session_state["crossover-watched"] = job
-    total = job["total"] or 0
-    st.progress(job["done"] / total if total else 0.0,
-                text=f"{job['experiment']} ({job['preset']}) on {', '.join(job['devices'])}: "
-                     f"{job['done']}/{total or '?'} points, started {job['started']}")
+    if page is None:
+        st.markdown("**Running now**")
+    st.session_state[WATCHED] = job
+    st.progress(min(job["done"] / job["total"], 1.0) if job["total"] else 0.0, text=progress_text(job))
     if job["stopping"]:
-        st.warning(f"Stopping after the current point (cancel asked at {job['stopping']}): a point "
-                   "already inside a long computation finishes first; the points done stay recorded.")
+        st.warning(f"Stopping after the current point (cancel asked {when(job['stopping'])}): a point already "
+                   "inside a long computation finishes first; the points done stay recorded.")
     elif st.button("Cancel run", key="crossover-cancel"):
         jobs.cancel()
         st.rerun(scope="fragment")
-    with st.expander("Log"):
-        st.code(jobs.log_tail(job["run_id"]) or "(starting)")
+    if page is None:
+        st.page_link(f"pages/{job['experiment']}.py", label="Open its page", icon=":material/arrow_forward:")
+    else:
+        with st.expander("Log"):
+            st.code(jobs.log_tail(job["run_id"]) or "(starting)")
 
 
-def _last_outcome() -> None:
-    watched = st.session_state.get("crossover-watched")
-    if not watched:
+def _last_outcome(experiment: str) -> None:
+    """How the run this session started ended (on its experiment's page), with a link to the results."""
+    watched = st.session_state.get(WATCHED)
+    if not watched or watched["experiment"] != experiment:
         return
     outcome = jobs.progress(watched["record"])
+    run = f"The {watched['preset']} run of {clock(watched['started'])}"
     if outcome["status"] == "no record":
-        message = f"Last run {watched['run_id']} ended before it wrote a record."
-    else:
-        status = "interrupted" if outcome["status"] == "running" else outcome["status"]  # killed, not ended
-        message = f"Last run {watched['run_id']}: {status}, {outcome['done']}/{outcome['total']} points recorded."
+        st.warning(f"{run} ended before it wrote a record.")
+        _log(watched)
+        return
+    status = "interrupted" if outcome["status"] == "running" else outcome["status"]  # killed, not ended
+    ended = f" ended {duration(_age(outcome['ended']))} ago" if outcome["ended"] else ""
+    message = f"{run}{ended}: {status}, {outcome['done']}/{outcome['total']} points recorded."
     if outcome["status"] == "complete":
-        st.success(message)
+        st.success(f"{message} [See the results](#results)")
     else:
         st.warning(message)
+        _log(watched)
+
+
+def _log(watched: dict) -> None:
+    with st.expander("Its log"):
         st.code(jobs.log_tail(watched["run_id"]) or "(no log)")

@@ -1,14 +1,15 @@
-"""The sidebar: the devices this machine has, the GPU predictions are drawn for, the mode, and the run going
-on, if any."""
+"""The sidebar: the devices of the machine the app runs on, the GPU predictions are drawn for, the mode, and
+the run going on, if any (an experiment page's rerun panel follows it there instead)."""
 import streamlit as st
 
-from core import devices, jobs, settings
-from ui import predicted, router
+from core import devices, experiments, settings
+from ui import predicted, rerun_panel, router
 
 
 def render() -> None:
+    page = st.session_state.get(router.CURRENT_PAGE)
     with st.sidebar:
-        st.markdown("**Devices on this machine**")
+        st.markdown(f"**Devices on {settings.this_host()}**")
         fp = devices.fingerprint()
         st.caption(f"cpu: {fp['cpu_model']} ({fp['torch_threads']} torch threads)")
         for gpu in fp["gpus"]:
@@ -17,15 +18,12 @@ def render() -> None:
             st.caption("mps: Apple GPU")
         if not fp["gpus"] and not fp["mps"]:
             st.caption("No GPU found: GPU variants cannot run here.")
-        predicted.gpu_picker(st.session_state.get(router.CURRENT_PAGE))
+        predicted.gpu_picker(page)
         st.markdown("**Mode**")
         if settings.read_only():
             st.caption(f"Read-only view ({settings.READ_ONLY_ENV} is set): results only, no runs.")
-        else:
-            st.caption("Interactive: each experiment page can rerun on this machine.")
-            job = jobs.current()
-            if job:
-                stopping = "; stopping after the current point" if job["stopping"] else ""
-                st.caption(f"Running now: {job['experiment']} on {', '.join(job['devices'])} "
-                           f"({job['done']}/{job['total'] or '?'} points{stopping})")
+            return
+        st.caption("Interactive: an experiment page's sidebar runs it again.")
         st.caption(f"Results: `{settings.results_dir()}`")
+        if page not in experiments.registry():  # an experiment page's panel shows the run itself
+            rerun_panel.run_status()

@@ -10,12 +10,13 @@ from typing import Any
 
 import pandas as pd
 
-from core import devices, prose, timing
+from core import devices, prose, tables, timing
 from core.params import ConfigError, Param, shown
 from core.published import figure_text
 
 PRESETS = ("smoke", "quick", "paper")
-ABOUT_SECTIONS = ("Claim", "Measured", "Why", "Notes")
+ABOUT_SECTIONS = ("Claim", "Measured", "Why", "Notes", "Source")  # Source: the write-up cited, for readers of the file
+REQUIRED_SECTIONS = ABOUT_SECTIONS[:3]
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class Experiment:
     name: str
     title: str
     order: int = 100
-    source: str = ""        # the write-up it reproduces (a file in shared/seeds)
+    source: str = ""        # the write-up it reproduces: its id in core/published.json's `sources`
     params: tuple[Param, ...] = ()
     presets: dict[str, dict] = {}
     variants: tuple[Variant, ...] = ()
@@ -168,14 +169,20 @@ class Experiment:
         from core.analysis import evaluate
         return [evaluate(claim, rows, published, predicted, accuracy) for claim in self._part("analysis").CLAIMS]
 
-    def tables(self, rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return {title: make(rows) for title, make in self._part("analysis").TABLES.items()}
+    def table_makers(self) -> dict:
+        """The package's TABLES: title -> a core.tables.Table (or any function of the rows frame)."""
+        return self._part("analysis").TABLES
+
+    def tables(self, rows: pd.DataFrame, run_names: dict | None = None) -> dict[str, pd.DataFrame]:
+        """Each table of TABLES for people (core.tables.readable: human headings, rounded figures, runs named
+        by `run_names`)."""
+        return {title: tables.for_people(make, rows, run_names) for title, make in self.table_makers().items()}
 
     def charts(self, rows: pd.DataFrame, published: pd.DataFrame) -> list:
         return self._part("charts").charts(rows, published)
 
     def about(self, rows: pd.DataFrame | None = None) -> dict[str, str]:
-        """The sections of about.md (Claim, Measured, Why, Notes), published figures filled in, and measured
+        """The sections of about.md (Claim, Measured, Why, Notes, Source), published figures filled in, and measured
         ones from `rows` (this experiment's rows frame; without it every measured figure reads as not
         measured yet). A placeholder that can never be filled raises PlaceholderError."""
         folder = Path(sys.modules[type(self).__module__].__file__).parent
@@ -207,7 +214,7 @@ def parse_about(text: str, rows: pd.DataFrame | None = None, experiment: Experim
     text = re.sub(r"\{published:([^}]+)\}", lambda m: figure_text(m.group(1)), text)
     parts = re.split(r"^## +(.+?)\s*$", text, flags=re.M)
     sections = {name: body.strip() for name, body in zip(parts[1::2], parts[2::2])}
-    missing = [s for s in ABOUT_SECTIONS[:3] if s not in sections]
+    missing = [s for s in REQUIRED_SECTIONS if s not in sections]
     if missing:
         raise ValueError(f"about.md lacks the section(s) {', '.join(missing)}")
     points = prose.planned_points(experiment, PRESETS) if experiment and "{measured" in text else None

@@ -56,14 +56,17 @@ def test_the_cli_run_refuses(read_only, capsys):
     assert "read-only" in capsys.readouterr().err and not read_only.exists()
 
 
-def test_a_cancel_refused_stops_nothing(results_dir, monkeypatch):
-    """A run going on (a process holding the lock), then a read-only view asked to cancel it."""
+def test_a_cancel_refused_stops_nothing(results_dir, monkeypatch, capsys):
+    """A run going on (a process holding the lock), then a read-only view (and its CLI) asked to cancel it."""
     process = subprocess.Popen(["sleep", "30"], start_new_session=True)
     fd = runlock.acquire(INFO | {"pid": process.pid})
     try:
         monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
         with pytest.raises(settings.ReadOnlyError, match="cancelling a run"):
             jobs.cancel()
+        assert main(["cancel"]) == 2
+        assert capsys.readouterr().err.strip().endswith("read-only (CROSSOVER_READ_ONLY is set): cancelling a run "
+                                                        "refused")
         assert process.poll() is None
         assert runlock.holder()["pid"] == process.pid
     finally:

@@ -5,6 +5,7 @@ from core import published, results
 from core.analysis import REPRODUCED
 from core.experiments.cnn.experiment import AS_WRITTEN, EXPERIMENT, TUNED
 from core.results import write_atomic
+from tests.app.test_matmul_page import verdict_table
 from tests.helpers import page_text, render, smoke_record
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -45,16 +46,20 @@ def test_page_without_results_explains_and_offers_a_run():
     at = page()
     assert not at.exception
     assert not at.get("vega_lite_chart")
-    assert "no data yet" in page_text(at) and "What the tuned variant changes" in page_text(at)
-    assert any(b.label == "Run" for b in at.button)
+    assert verdict_table(at).count("**no data yet**") == 4
+    assert any(i.value.startswith("No measured results yet: start a run from the sidebar") for i in at.info)
+    assert "What the tuned variant changes" in page_text(at)  # "Why", folded
+    assert any(b.label == "Run" for b in at.sidebar.button)
 
 
 def test_page_with_a_cpu_run_shows_charts_and_asks_for_a_gpu():
     assert smoke_record("cnn", models=("cnn1d",))["status"] == "complete"
+    rows = results.rows_frame(results.load_records(), "cnn")
     at = page()
     assert not at.exception
-    assert len(at.get("vega_lite_chart")) == 6
-    assert "needs a GPU to tell" in page_text(at)
+    assert len(at.get("vega_lite_chart")) >= len(EXPERIMENT.charts(rows, published.load("cnn")))
+    assert "**needs a GPU to tell**" in verdict_table(at)
+    assert any("No GPU on this machine" in c.value for c in at.caption)
 
 
 def test_page_with_a_gpu_machines_records_shows_verdicts_from_them(results_dir):
@@ -64,11 +69,13 @@ def test_page_with_a_gpu_machines_records_shows_verdicts_from_them(results_dir):
     assert [v.outcome for v in EXPERIMENT.verdicts(rows, published.load("cnn"))] == [REPRODUCED] * 4
     at = page()
     assert not at.exception
-    assert len(at.get("vega_lite_chart")) == 5  # hand-made rows carry no breakdown: no "where the time goes" chart
-    text = page_text(at)
-    assert text.count(f"**{REPRODUCED}**") == 4
-    assert "not reproduced" not in text and "needs a GPU to tell" not in text
-    assert len(at.dataframe) >= 3
+    # hand-made rows carry no breakdown: no "where the time goes" chart
+    assert len(at.get("vega_lite_chart")) == len(EXPERIMENT.charts(rows, published.load("cnn")))
+    verdicts = verdict_table(at)
+    assert verdicts.count(f"**{REPRODUCED}**") == 4
+    assert "not reproduced" not in verdicts and "needs a GPU to tell" not in verdicts
+    assert "1.33x at batch 16" in verdicts  # what we found, short
+    assert len(at.dataframe) == 4  # the three tables (a GPU measured: none empty) and every point
 
 
 def test_page_renders_the_shipped_results(shipped_results):

@@ -1,25 +1,58 @@
+import io
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 
 import pytest
 
-from core import results, settings
+from core import cli, devices, experiments, results, runlock, settings
 from core.cli import main
+from tests.helpers import wait_for
 
 
-def test_info_prints_the_fingerprint():
-    out = subprocess.run([sys.executable, "-m", "core", "info"], cwd=settings.APP_ROOT, capture_output=True,
-                         text=True, check=True).stdout
-    assert json.loads(out)["machine_id"]
+def test_info_prints_a_summary_and_the_raw_fingerprint_with_json(capsys):
+    assert main(["info"]) == 0
+    lines = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines())
+    fp = devices.fingerprint()
+    assert lines["machine"].strip() == fp["machine_id"]
+    assert f"{fp['cpu_logical_cores']} logical (hardware threads)" in lines["CPU"]
+    assert f"torch {fp['torch']}" in lines["versions"] and f"Python {fp['python']}" in lines["versions"]
+    assert lines["code"].strip().startswith(("commit ", "package "))
+    first_gpu = fp["gpus"][0]["name"] if fp["gpus"] else "mps: Apple GPU" if fp["mps"] else "none: only the CPU"
+    assert first_gpu in lines["GPUs"]
+    assert main(["info", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == fp
 
 
-def test_list_names_parameters_presets_and_variants(capsys):
+def test_info_names_each_gpu_and_a_dirty_checkout():
+    fp = devices.fingerprint() | {"gpus": [{"device": "cuda:0", "name": "NVIDIA T4", "memory_gib": 15.0,
+                                            "compute_capability": "7.5", "cuda_driver": "550.54"}]}
+    text = cli.info_text(fp, {"commit": "0123456789abcdef", "dirty": True})
+    assert "GPUs:     cuda:0: NVIDIA T4 (15.0 GiB, compute capability 7.5, driver 550.54)" in text
+    assert "code:     commit 0123456789ab with uncommitted changes" in text
+
+
+def test_list_shows_every_preset_value_of_every_parameter(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    assert "matmul:" in out and "--set sizes=" in out and "preset smoke:" in out and "variant 'numpy'" in out
+    assert all(f"{name}: " in out for name in experiments.registry())
+    assert main(["list", "matmul"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("matmul: Matrix multiply") and "cnn:" not in out
+    assert ("    sizes: square matrix sizes (a comma-separated list of at most 64 different values, each int from 1 "
+            "to 16384)\n      smoke: 16,64,200; quick: 16,32,64,128,200,256,512,1024,2048,4096; paper: ") in out
+    assert "    seed: seed of the operands (int from 0 to 2147483647)\n      every preset: 0\n" in out
+    assert "    variants: which variants to run" in out and "      every preset: all\n" in out
+    assert "    'numpy' on cpu: numpy.matmul on the CPU" in out
+
+
+def test_list_of_an_unknown_experiment_names_the_known_ones(capsys):
+    assert main(["list", "nope"]) == 2
+    known = ", ".join(experiments.registry())
+    assert capsys.readouterr().err.strip() == f"error: experiment: 'nope' is unknown; known: {known}"
 
 
 def test_bad_input_exits_non_zero_naming_the_field(capsys, results_dir):
@@ -45,8 +78,9 @@ def test_bad_input_exits_non_zero_naming_the_field(capsys, results_dir):
 def test_run_writes_a_complete_record_measuring_a_repeated_device_once(capsys, results_dir):
     assert main(["run", "matmul", "--device", "cpu", "--device", "cpu", "--preset", "smoke", "--set", "sizes=8,16",
                  "--set", "variants=numpy"]) == 0
-    out = capsys.readouterr().out
-    assert "[2/2] cpu numpy size=16: median" in out
+    out, err = capsys.readouterr()
+    assert "[2/2] cpu numpy size=16: median" in out and " per product (" in out
+    assert "elapsed" not in err  # not a terminal: the lines only, no progress bar
     [record] = results.load_records(results_dir)
     assert record["status"] == "complete" and [r["params"]["size"] for r in record["rows"]] == [8, 16]
     assert record["devices"] == ["cpu"]
@@ -91,3 +125,52 @@ def test_argparse_errors_clip_what_they_echo(capsys):
         main(["run", "matmul", "--bogus" + "x" * 100_000])
     err = capsys.readouterr().err
     assert exited.value.code == 2 and "unrecognized arguments" in err and len(err) < 1000
+
+
+def test_a_point_line_says_what_its_time_is_per():
+    row = {"status": "ok", "median": 0.264, "per_call": 2000, "unit": "epoch", "iqr": 0.0079, "n": 5,
+           "noisy": False}
+    assert cli.point_outcome(row) == "median 132 µs per epoch (one sample: 2,000 epochs in 264 ms; IQR 3%, n=5)"
+    row |= {"median": 1.32, "per_call": 1, "iqr": None, "n": 1, "noisy": None}
+    assert cli.point_outcome(row) == "median 1.32 s per epoch (one sample, n=1)"
+    assert cli.point_outcome({"status": "oom", "error": "CUDA out of memory"}) == "oom: CUDA out of memory"
+
+
+def test_on_a_terminal_a_progress_bar_counts_points_with_elapsed_and_time_left(capsys, results_dir, monkeypatch):
+    monkeypatch.setattr(cli, "on_terminal", lambda: True)
+    assert main(["run", "matmul", "--device", "cpu", "--preset", "smoke", "--set", "sizes=8,16",
+                 "--set", "variants=numpy"]) == 0
+    out, err = capsys.readouterr()
+    assert "matmul (smoke): 2/2 |" in err and "elapsed, about" in err and "left" in err
+    assert "[1/2] cpu numpy size=8: median" in out  # the lines go on, above the bar
+
+
+def test_the_bar_keeps_redrawing_during_a_long_point(monkeypatch):
+    """tqdm draws only when told: the bar's own thread redraws it, so its elapsed time moves on."""
+    monkeypatch.setattr(cli, "on_terminal", lambda: True)
+    monkeypatch.setattr(cli, "TICK_S", 0.01)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    with cli._progress_bar("long", 2):  # no point finishes inside
+        wait_for(lambda: sys.stderr.getvalue().count("long: 0/2") >= 5)
+
+
+def test_cancel_stops_the_run_going_on(capsys, results_dir):
+    assert main(["cancel"]) == 1
+    assert capsys.readouterr().out.strip() == "no run is going on"
+    process = subprocess.Popen(["sleep", "30"], start_new_session=True)  # stands in for a run's process
+    info = {"run_id": "r1", "experiment": "matmul", "devices": ["cpu"], "preset": "quick", "pid": process.pid,
+            "started": results.now(), "record": str(results_dir / "m" / "r1.json")}
+    fd = runlock.acquire(info)
+    try:
+        assert main(["run", "matmul", "--device", "cpu", "--preset", "smoke"]) == 2
+        assert "`python -m core cancel` stops it" in capsys.readouterr().err
+        assert main(["cancel"]) == 0
+        assert capsys.readouterr().out.strip() == (
+            f"cancelled run r1 (matmul, quick preset, on cpu): it stops after its current point; the 0 of ? "
+            f"points it finished stay in {info['record']}")
+        assert process.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        runlock.release(fd)
+        if process.poll() is None:
+            process.kill()
+            process.wait()

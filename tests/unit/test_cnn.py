@@ -294,14 +294,13 @@ def _chart_values(chart, field: str) -> set:
 
 def test_charts_from_a_cpu_run_show_its_series_beside_the_published_ones(smoke_rows):
     ten_epochs, by_batch, data_size, step_time, by_model = charts.charts(smoke_rows, published.load("cnn"))
-    series = _chart_values(ten_epochs, "series")
-    assert {"published · GPU", "published · CPU"} <= series
-    assert any(s.startswith(f"{AS_WRITTEN} · cpu") for s in series)
-    assert _chart_values(by_batch, "series") == {"published"}  # no GPU: only the write-up's dots
+    drawn = {(v["source"], v["variant"], v["device"]) for v in _chart_data(ten_epochs, "source")}
+    assert {("published", AS_WRITTEN, "GPU"), ("published", AS_WRITTEN, "CPU"), ("measured", AS_WRITTEN, "CPU")} <= drawn
+    assert _chart_values(by_batch, "source") == {"published"}  # no GPU: only the write-up's dots
     swept = _chart_values(data_size, "rows")
     assert set(EXPERIMENT.config("smoke")["size_rows"]) <= swept
     assert _chart_values(step_time, "model") == set(MODELS)
-    assert _chart_values(by_model, "model") == set(charts.MODEL_LABELS.values())
+    assert _chart_values(by_model, "label") == set(charts.MODEL_LABELS.values())
 
 
 # -- analysis over a GPU machine's rows -------------------------------------------------------------
@@ -389,8 +388,8 @@ def test_verdicts_without_records_say_no_data():
 
 def test_charts_show_gpu_and_published_series():
     ten_epochs, by_batch, *_ = charts.charts(gpu_machine(CPU_TIMES, GPU_TIMES), published.load("cnn"))
-    series = _chart_values(ten_epochs, "series")
-    assert {"published · GPU", "published · CPU"} <= series
-    assert any(s.startswith(f"{TUNED} · cuda:0") for s in series)
-    dots = {(v["series"].split(" · ")[0], v["batch_size"]) for v in _chart_data(by_batch, "series")}
+    drawn = {(v["source"], v["variant"], v["device"]) for v in _chart_data(ten_epochs, "source")}
+    assert {("published", AS_WRITTEN, "GPU"), ("published", AS_WRITTEN, "CPU"), ("measured", TUNED, "GPU")} <= drawn
+    dots = {(v["variant"] if v["source"] == "measured" else "published", v["batch_size"])
+            for v in _chart_data(by_batch, "ratio")}
     assert {(AS_WRITTEN, 16), (TUNED, 512), ("published", 4096)} <= dots

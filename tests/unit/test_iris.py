@@ -240,15 +240,17 @@ def test_charts_show_published_series_beside_ours(swept):
     assert "model.forward(x)" in specs[4]
 
 
-def test_repeated_runs_are_one_bar_at_their_median_never_stacked(swept):
+def test_repeated_runs_are_bars_of_their_own_never_stacked(swept):
     again = swept.assign(run_id="iris-later", started="2999-01-01T00:00:00+00:00",
                          us_per_epoch=swept["us_per_epoch"] * 3)
-    bars = charts.per_epoch_cost(analysis.training_rows(pd.concat([swept, again])).assign(
-        machine_short="m", side="CPU"), FIGURES).to_dict()
-    values = next(iter(bars["datasets"].values()))
-    ours = [v for v in values if v["how"] == "as written, read every epoch" and "published" not in v["hardware"]]
+    spec = charts.per_epoch_cost(analysis.training_rows(pd.concat([swept, again])), FIGURES).to_dict()
+    values = next(iter(spec["datasets"].values()))
+    ours = [v for v in values if v["bar"] == "CPU · as written, read every epoch" and v["source"] == "measured"]
     every = swept[(swept["variant"] == iris.AS_WRITTEN) & (swept["log_every"] == 1)]["us_per_epoch"].iloc[0]
-    assert len(ours) == 1 and ours[0]["runs"] == 2 and ours[0]["us_per_epoch"] == pytest.approx(2 * every)
+    assert sorted(v["us_per_epoch"] for v in ours) == pytest.approx([every, 3 * every])
+    assert len({v["panel"] for v in ours}) == 2   # one panel per run
+    bars = [layer for layer in spec["spec"]["layer"] if layer["mark"]["type"] == "bar"]
+    assert bars[0]["encoding"]["x"]["stack"] is None and bars[0]["encoding"]["x"]["scale"]["zero"]
 
 
 def test_read_costs_give_a_per_read_price_and_the_tuned_epoch(swept):

@@ -1,13 +1,17 @@
 """Charts for the CNN experiment: published vs measured 10-epoch times per batch, GPU/CPU speedups,
 the data-size sweep, the time per step, and the 1-D vs 2-D vs GRU comparison."""
+import numpy as np
 import altair as alt
 import pandas as pd
 
-from core.charts import LEGEND, grouped_bars, measured_lines, series_label
-from core.experiments.cnn.analysis import gpu_speedups, largest_rows, measured, per_batch, published_speedups
+from core import charts as grammar
+from core.analysis import ok, on_accelerator
+from core.experiments.cnn.analysis import published_speedups
+from core.experiments.cnn.model import MODELS
 
 MODEL_LABELS = {"cnn1d": "1-D CNN (write-up)", "mnist": "2-D MNIST network", "gru": "GRU"}
-SPEEDUP_TITLE = "CPU time / GPU time (log)"
+PER_BATCH = ["run_id", "device", "variant", "model", "batch_size"]  # one run's points of one batch size
+SPEEDUP_TITLE = "CPU time / GPU time per epoch (medians)"
 
 
 def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.TopLevelMixin]:
@@ -15,80 +19,79 @@ def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.TopLevelMixi
             step_time_by_batch(rows), model_speedups(rows, published)]
 
 
-def ten_epochs_by_batch(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
+def per_batch(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per run, device, variant, model and batch size: the measured point with the most rows, with its time
+    per step scaled to the write-up's training-set size and 10 epochs (`projected_s_10_epochs`)."""
+    data = ok(rows).sort_values("rows", kind="stable").drop_duplicates(PER_BATCH, keep="last")
+    published_rows = data["model"].map(lambda m: MODELS[m].published_rows).astype(float)
+    steps = np.ceil(published_rows / data["batch_size"])  # the author's DataLoader ran a short last batch
+    return data.assign(projected_s_10_epochs=10 * steps * data["step_s"], step_ms=data["step_s"] * 1e3,
+                       model_label=data["model"].map(MODEL_LABELS))
+
+
+def speedups(rows: pd.DataFrame) -> pd.DataFrame:
+    """CPU time / GPU time per epoch of every GPU point beside its run's CPU point, the most rows per batch."""
+    measured = ok(rows)
+    gpu = measured[on_accelerator(measured)] if len(measured) else measured
+    pairs = grammar.paired_ratio(measured[measured["device"] == "cpu"], gpu, ["variant", "point"])
+    if pairs.empty:
+        return pairs.assign(model_label=[])
+    pairs = pairs.sort_values("rows", kind="stable").drop_duplicates(PER_BATCH, keep="last")
+    return pairs.assign(model_label=pairs["model"].map(MODEL_LABELS))
+
+
+def ten_epochs_by_batch(rows: pd.DataFrame, published: pd.DataFrame) -> alt.TopLevelMixin:
     """The write-up's table beside ours: seconds for 10 epochs at 1,000,000 rows per batch size, ours
     scaled from the measured time per step (the point with the most rows per batch)."""
     ours = per_batch(rows)
     ours = ours[ours["model"] == "cnn1d"]
-    ours = ours.assign(series=series_label(ours), seconds=ours["projected_s_10_epochs"],
-                       measured_rows=ours["rows"], step_ms=ours["step_s"] * 1e3,
-                       measured_seconds_10_epochs=ours["seconds_10_epochs"])
     theirs = published[published["figure"] == "cnn-10-epochs"]
-    theirs = theirs.assign(series="published · " + theirs["device"], seconds=theirs["value"],
-                           batch_size=theirs["batch_size"].astype(int))
-    columns = ["batch_size", "seconds", "series", "measured_rows", "step_ms", "measured_seconds_10_epochs",
-               "machine", "hardware"]
-    data = pd.concat([ours.reindex(columns=columns), theirs.reindex(columns=columns)], ignore_index=True)
-    return grouped_bars(data, "batch_size", "seconds", "series", log_y=True,
-                        title="1-D CNN: seconds for 10 epochs of 1,000,000 rows (ours: time per step x steps)",
-                        y_title="seconds for 10 epochs (log)",
-                        tooltip=["measured_rows", "step_ms", "measured_seconds_10_epochs", "machine", "hardware"])
+    theirs = theirs.assign(batch_size=theirs["batch_size"].astype(int), projected_s_10_epochs=theirs["value"])
+    return grammar.measured_lines(
+        ours, "batch_size", "projected_s_10_epochs", figures=theirs,
+        title="1-D CNN: seconds for 10 epochs of 1,000,000 rows (ours: measured time per step x steps)",
+        x_title="batch size", y_title="seconds for 10 epochs (median step x steps)",
+        tooltip=[alt.Tooltip("rows:Q", title="rows measured"), alt.Tooltip("step_ms:Q", format=".3~g")])
 
 
-def speedup_by_batch(rows: pd.DataFrame, published: pd.DataFrame) -> alt.LayerChart:
+def speedup_by_batch(rows: pd.DataFrame, published: pd.DataFrame) -> alt.TopLevelMixin:
     """GPU/CPU speedup of the 1-D CNN per batch size and variant (the most rows measured per batch)."""
-    ours = largest_rows(gpu_speedups(rows))
+    ours = speedups(rows)
     ours = ours[ours["model"] == "cnn1d"]
     theirs = published_speedups(published)
-    theirs = theirs[theirs["model"] == "cnn1d"]
-    return _speedup_dots(_with_published(ours, theirs), "batch_size", x_title="batch size",
-                         title="1-D CNN: GPU speedup over the CPU per batch size (dashed: equal speed)")
+    theirs = grammar.published_ratios(theirs[theirs["model"] == "cnn1d"])
+    return grammar.lines(pd.concat([ours, theirs], ignore_index=True), "batch_size", "ratio", ratio=True,
+                         title="1-D CNN: GPU speedup over the CPU per batch size (above 1: the GPU is faster)",
+                         x_title="batch size", y_title=SPEEDUP_TITLE, tooltip=[alt.Tooltip("rows:Q")])
 
 
-def data_size_sweep(rows: pd.DataFrame) -> alt.Chart:
+def data_size_sweep(rows: pd.DataFrame) -> alt.TopLevelMixin:
     """Seconds per epoch against the training-set size, per variant, device and batch size: where the
     CPU and GPU lines cross is the crossover."""
-    data = measured(rows)
+    data = ok(rows)
     data = data[data["model"] == "cnn1d"]
-    data = data[data.groupby(["machine_id", "batch_size"])["rows"].transform("nunique") > 1]
-    data = data.assign(variant=data["variant"] + " · batch " + data["batch_size"].astype(str))
-    return measured_lines(data, "rows", "median_s", title="1-D CNN: seconds per epoch against the data size",
-                          x_title="training rows", y_title="seconds per epoch (median)",
-                          tooltip=["batch_size", "steps_per_epoch", "step_s"])
+    data = data[data.groupby(["run_id", "batch_size"])["rows"].transform("nunique") > 1]
+    data = data.assign(batch="batch " + data["batch_size"].astype(str))
+    return grammar.measured_lines(data, "rows", "median_s", title="1-D CNN: seconds per epoch against the data size",
+                                  x_title="training rows", y_title="seconds per epoch (median)", line="batch",
+                                  tooltip=["batch_size", "steps_per_epoch"])
 
 
-def step_time_by_batch(rows: pd.DataFrame) -> alt.Chart:
+def step_time_by_batch(rows: pd.DataFrame) -> alt.TopLevelMixin:
     """Milliseconds per training step against the batch size, per model: flat where a fixed per-step
     cost dominates, rising where the work does."""
-    data = per_batch(rows)
-    data = data.assign(variant=data["model"].map(MODEL_LABELS) + " · " + data["variant"], step_ms=data["step_s"] * 1e3)
-    return measured_lines(data, "batch_size", "step_ms", title="Milliseconds per training step against the batch size",
-                          x_title="batch size", y_title="milliseconds per step (median epoch / steps)",
-                          tooltip=["model", "rows", "steps_per_epoch"])
+    return grammar.measured_lines(per_batch(rows), "batch_size", "step_ms",
+                                  title="Milliseconds per training step against the batch size",
+                                  x_title="batch size", y_title="milliseconds per step (median epoch / steps)",
+                                  line="model_label", tooltip=["model", "rows", "steps_per_epoch"])
 
 
 def model_speedups(rows: pd.DataFrame, published: pd.DataFrame) -> alt.LayerChart:
     """GPU/CPU speedup of each network (one dot per batch size): ours beside the write-ups' figures."""
-    data = _with_published(largest_rows(gpu_speedups(rows)), published_speedups(published))
-    return _speedup_dots(data.assign(model=data["model"].map(MODEL_LABELS)), "model", x_title="network",
-                         title="GPU speedup over the CPU: 1-D CNN vs 2-D MNIST network vs GRU (dashed: equal speed)")
-
-
-def _with_published(ours: pd.DataFrame, theirs: pd.DataFrame) -> pd.DataFrame:
-    columns = ["model", "batch_size", "speedup", "series", "rows", "machine", "hardware"]
-    ours = ours.assign(series=series_label(ours))
-    theirs = theirs.assign(series="published")
-    return pd.concat([ours.reindex(columns=columns), theirs.reindex(columns=columns)], ignore_index=True)
-
-
-def _speedup_dots(data: pd.DataFrame, x: str, *, x_title: str, title: str) -> alt.LayerChart:
-    """Speedups as dots on a log scale, one column per series, with a dashed line at equal speed."""
-    dots = alt.Chart(data).mark_point(filled=True, size=90).encode(
-        x=alt.X(f"{x}:N", title=x_title),
-        xOffset="series:N",
-        y=alt.Y("speedup:Q", title=SPEEDUP_TITLE, scale=alt.Scale(type="log")),
-        color=alt.Color("series:N", title="series", legend=LEGEND),
-        tooltip=[x, "speedup", "series", "batch_size", "rows", "machine", "hardware"],
-    )
-    even = alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="speedup:Q")
-    return alt.layer(dots, even, title=title)
+    ours = speedups(rows)
+    ours = ours.assign(series="measured", label=ours["model_label"])
+    theirs = grammar.published_ratios(published_speedups(published))
+    theirs = theirs.assign(series="published", label=theirs["model"].map(MODEL_LABELS))
+    return grammar.ratio_dots(pd.concat([ours, theirs], ignore_index=True),
+                              title="GPU speedup over the CPU: 1-D CNN vs 2-D MNIST network vs GRU (one dot a batch "
+                                    "size)", x_title=SPEEDUP_TITLE, tooltip=[alt.Tooltip("batch_size:Q")])

@@ -5,6 +5,7 @@ import pandas as pd
 from core import analysis
 from core.analysis import NEEDS_GPU, NO_DATA, Claim, Finding, NoFinding
 from core.experiments.iris.experiment import AS_WRITTEN, CHECK_CALLS, HOOK_CHECK, NEVER, PAPER_EPOCHS, TUNED
+from core.tables import Table
 
 BARELY = 1.25                   # reading every epoch costs at most 25% more than never reading
 DEVICE_KEYS = ["machine_id", "config_id", "device"]   # one device of one machine, one configuration
@@ -160,7 +161,15 @@ CLAIMS = [
           "Reproduced means the hook ran at every model(x) call and never through model.forward(x).", predictable=False),
 ]
 TABLES = {
-    "The cost of reading the loss (per machine and device, latest run)": read_costs,
-    "Same model from the same start: final training loss": same_model,
-    "Hook check: how often the forward hook ran over ten calls": hook_checks,
+    "The cost of reading the loss (per machine and device, latest run)":
+        Table(read_costs, {"us_per_epoch_never": "Never read (µs per epoch)",
+                           "us_per_epoch_every": "Read every epoch (µs per epoch)", "us_per_read": "Per read (µs)",
+                           "every_vs_never": "Every epoch / never", "us_per_epoch_tuned": "Tuned (µs per epoch)"}),
+    "Same model from the same start: final training loss":
+        Table(same_model, {"final_loss_as_written": "Final loss, as written", "final_loss_tuned": "Final loss, tuned",
+                           "tuned_vs_as_written": "|Tuned - as written|", "as_written_vs_cpu": "|As written - CPU|",
+                           "host_syncs_as_written": "Host syncs, as written", "host_syncs_tuned": "Host syncs, tuned"}),
+    "Hook check: how often the forward hook ran over ten calls":
+        Table(hook_checks, {"hook": "Hook registered", "hook_calls": "Hook ran (times)", "check_calls": "Calls",
+                            "us_per_call": "Per call (µs)"}),
 }

@@ -8,6 +8,7 @@ from core import analysis, published
 from core.analysis import NO_DATA, Claim, Finding, NoFinding
 from core.experiments.jacobian.experiment import (AS_WRITTEN, COMPLEXITY, METHODS, MOVE, PER_SAMPLE, duration,
                                                   extrapolation_fit)
+from core.tables import Table
 
 SERIES = ["machine_id", "machine", "config_id", "device"]  # one configuration's points on one device
 PAIRED_BY = ["machine_id", "config_id"]                     # a GPU's and its machine's CPU's (the shared rule)
@@ -144,7 +145,14 @@ CLAIMS = [
 ]
 TABLES = {
     "Correctness: each method's per-sample Jacobian against the written call's diagonal blocks on the same "
-    "device (max absolute difference)": correctness,
-    "Speedup of the fastest per-sample method over the written call (measured or extrapolated)": gains_over_written,
-    "Skipped points and the estimates that decided it": skipped,
+    "device (max absolute difference)":
+        Table(correctness, {"max_abs_diff_vs_naive": "Largest |difference|", "nonzero_fraction": "Non-zero share",
+                            "off_block_nonzeros": "Non-zeros off the diagonal blocks"}),
+    "Speedup of the fastest per-sample method over the written call (measured or extrapolated)":
+        Table(gains_over_written, {"naive_s": "Written call (s)", "naive_basis": "Written call's time",
+                                   "best_method": "Fastest per-sample method", "best_s": "Fastest method (s)",
+                                   "gain": "Speedup (written / fastest)"}),
+    "Skipped points and the estimates that decided it":
+        Table(skipped, {"estimated_seconds": "Estimated time (s)", "estimated_gb": "Estimated memory (GB)",
+                        "free_gb": "Free memory (GB)", "reason": "Why skipped"}),
 }

@@ -6,6 +6,7 @@ from core.analysis import Claim, Finding
 from core.experiments.matmul.experiment import BASELINE, GPU_PRODUCTS, TRANSFERS
 from core import published
 from core.published import figure_text
+from core.tables import Table
 
 RESIDENT, COPIED = "matmul-200-speedup.gpu.size200.torch-resident", "matmul-200-speedup.gpu.size200.torch-copy-pageable"
 CLAIM_SIZE = published.entry(RESIDENT)["params"]["size"]
@@ -43,4 +44,6 @@ CLAIMS = [
     Claim(f"With copies both ways every time, the GPU runs at about {figure_text(COPIED)} numpy's speed: as "
           "slow as numpy", _gain_at_claim_size("torch copy pageable"), WITHIN_2X, (COPIED,)),
 ]
-TABLES = {"Crossover: the smallest size from which each GPU variant beats numpy at every larger size": crossover_sizes}
+TABLES = {"Crossover: the smallest size from which each GPU variant beats numpy at every larger size":
+          Table(crossover_sizes, {"crossover_size": "GPU faster from (n)"}, missing={"crossover_size": "never"},
+                needs_gpu=True)}

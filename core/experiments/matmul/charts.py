@@ -2,39 +2,44 @@
 import altair as alt
 import pandas as pd
 
+from core import charts as grammar
 from core.analysis import ok
-from core.charts import grouped_bars, measured_lines
-from core.experiments.matmul.analysis import CLAIM_SIZE, gains
-from core.experiments.matmul.experiment import TRANSFERS
+from core.experiments.matmul.analysis import CLAIM_SIZE
+from core.experiments.matmul.experiment import BASELINE, TRANSFERS
+
+SIZE_TITLE = "matrix size n (n x n, float32)"
 
 
-def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
+def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.TopLevelMixin]:
     measured = ok(rows)
     products = measured[~measured["variant"].isin(TRANSFERS)]
     transfers = measured[measured["variant"].isin(TRANSFERS)]
     out = [
-        measured_lines(products.assign(ms=products["median_s"] * 1e3), "size", "ms",
-                       title="Time per product", x_title="matrix size n (n x n, float32)",
-                       y_title="milliseconds per product (median)"),
-        measured_lines(products, "size", "gflop_per_s", title="Achieved GFLOP/s",
-                       x_title="matrix size n", y_title="GFLOP/s", log_y=True),
+        grammar.measured_lines(products.assign(ms=products["median_s"] * 1e3), "size", "ms",
+                               title="Time per product", x_title=SIZE_TITLE,
+                               y_title="milliseconds per product (median)"),
+        grammar.measured_lines(products, "size", "gflop_per_s", title="Achieved GFLOP/s", x_title=SIZE_TITLE,
+                               y_title="GFLOP/s of one product (from its median time)", spread="rate"),
         speedup_vs_published(rows, published),
     ]
     if len(transfers):
-        out.append(measured_lines(transfers, "size", "gb_per_s", title="Host-device bandwidth",
-                                  x_title="matrix size n (one matrix copied)", y_title="GB/s", log_y=False))
+        out.append(grammar.measured_lines(transfers, "size", "gb_per_s", title="Host-device bandwidth",
+                                          x_title="matrix size n (one n x n float32 matrix copied)",
+                                          y_title="GB/s of one copy (from its median time)", spread="rate"))
     return out
 
 
-def speedup_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
-    """numpy time / variant time at the claim's size: ours per variant and machine, the write-up's beside."""
-    ours = gains(rows)
-    ours = ours[ours["size"] == CLAIM_SIZE] if len(ours) else ours
-    ours = ours.assign(series="measured · " + ours["machine"].str[:40], label=ours["variant"],
-                       speedup_over_numpy=ours["gain"])
-    theirs = published.assign(series="published · " + published["hardware"], label=published["variant"],
-                              speedup_over_numpy=published["value"])
-    data = pd.concat([ours, theirs], ignore_index=True)[["label", "series", "speedup_over_numpy"]]
-    return grouped_bars(data, "label", "speedup_over_numpy", "series",
-                        title=f"Speed relative to numpy at {CLAIM_SIZE}x{CLAIM_SIZE} (above 1: faster than numpy)",
-                        y_title="numpy time / variant time", log_y=True)
+def speedup_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.LayerChart:
+    """numpy time / variant time at the claim's size, one row per variant: ours per run (numpy itself at 1),
+    the write-up's figures beside them."""
+    at_claim = ok(rows)
+    at_claim = at_claim[(at_claim["size"] == CLAIM_SIZE) & ~at_claim["variant"].isin(TRANSFERS)]
+    ours = grammar.paired_ratio(at_claim[at_claim["variant"] == BASELINE], at_claim, ["point"])
+    itself = ours["variant"] == BASELINE  # numpy over itself is 1 by definition: no spread to show
+    ours = ours.assign(series="measured", lo=ours["lo"].mask(itself), hi=ours["hi"].mask(itself))
+    theirs = grammar.published(published).rename(columns={"value": "ratio"})
+    theirs = theirs.assign(series="published · " + theirs["hardware"])
+    data = pd.concat([ours, theirs], ignore_index=True).assign(label=lambda d: d["variant"])
+    return grammar.ratio_dots(data, title=f"Speed relative to numpy at {CLAIM_SIZE}x{CLAIM_SIZE} (right of 1: "
+                                          "faster than numpy)",
+                              x_title=f"numpy time / variant time per {CLAIM_SIZE}x{CLAIM_SIZE} product (medians)")

@@ -7,6 +7,7 @@ from core import analysis, published
 from core.analysis import Claim, Finding, NoFinding
 from core.experiments.mlp_surface.model import AS_WRITTEN, SURFACE_GRID, TUNED, WITH_LOADER, target_surface
 from core.published import figure_text
+from core.tables import Table
 
 PAPER_SPEEDUP = "surface-speedup.gpu.samples40000"
 PAPER_SAMPLES = published.entry(PAPER_SPEEDUP)["params"]["samples"]
@@ -74,7 +75,7 @@ def _cpu_epoch_note(rows: pd.DataFrame, stated: float) -> str:
     if cpu.empty:
         return ""
     per_epoch = cpu["seconds_per_epoch"].median()
-    return (f"This machine's CPU trains 40,000 samples in {per_epoch * 1e3:.1f} ms per epoch as written "
+    return (f"On the CPU measured, 40,000 samples train in {per_epoch * 1e3:.1f} ms per epoch as written "
             f"({per_epoch * 2000:.1f} s for 2,000 epochs), so a {stated:g}x faster GPU would have to do a whole "
             f"training step in {per_epoch / stated * 1e6:.0f} µs.")
 
@@ -172,9 +173,13 @@ CLAIMS = [
           predictable=False),
 ]
 TABLES = {
-    "Final MSE of the surface runs per device and variant": final_losses,
+    "Final MSE of the surface runs per device and variant":
+        Table(final_losses, {"median_s": "Training time (s)"}),
     "Largest difference between the surfaces learned on the CPU and on each GPU (same machine and configuration)":
-        surface_differences,
+        Table(surface_differences, {"max_abs_surface_diff": "Largest |GPU - CPU|",
+                                    "diff_share_of_target_range": "Share of the target's range"},
+              percent=("diff_share_of_target_range",), needs_gpu=True),
     "Crossover: the smallest swept sample count from which the GPU beats the CPU at every larger size":
-        crossover_sizes,
+        Table(crossover_sizes, {"gpu_faster_from_samples": "GPU faster from (samples)"},
+              missing={"gpu_faster_from_samples": "never"}, needs_gpu=True),
 }

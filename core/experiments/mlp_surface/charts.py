@@ -1,20 +1,17 @@
 """Charts for the MLP regression-surface experiment: the target and the learned surfaces as heatmaps on
 one colour scale, their differences, the loss curves, time per device and variant, and the sample-size
 crossover."""
-import math
-
 import altair as alt
 import numpy as np
 import pandas as pd
 
 from core import analysis, devices
-from core.charts import measured_lines, published_points, series_label
-from core.experiments.mlp_surface.analysis import epoch_speedups, has_surface
+from core import charts as grammar
+from core.experiments.mlp_surface.analysis import has_surface
 from core.experiments.mlp_surface.model import HIGH, LOW, SURFACE_GRID, surface_axis, target_surface
 
 PANEL_SIZE = 170
 COLUMNS = 3
-TIME_TOOLTIP = ["epochs", "samples", "iqr_s", "seconds_per_epoch", "machine", "run_id"]
 
 
 def charts(rows: pd.DataFrame, published: pd.DataFrame) -> list[alt.Chart]:
@@ -117,66 +114,49 @@ def difference_heatmaps(run: pd.DataFrame) -> alt.Chart:
     return _panels(cells, scale, "difference", "Differences (learned - target, and GPU - CPU)")
 
 
-def loss_curves(run: pd.DataFrame) -> alt.Chart:
+def loss_curves(run: pd.DataFrame) -> alt.TopLevelMixin:
     """The training loss of the surface run per device and variant (mean minibatch loss for the
     DataLoader variant)."""
-    long = run[["variant", "device", "device_name", "machine", "machine_id", "run_id", "loss_epochs",
-                "loss_curve"]].explode(["loss_epochs", "loss_curve"]).dropna(subset=["loss_curve"])
+    long = run[["variant", "device", "device_name", "machine", "machine_id", "run_id", "preset", "started", "status",
+                "loss_epochs", "loss_curve"]].explode(["loss_epochs", "loss_curve"]).dropna(subset=["loss_curve"])
     long = long.assign(epoch=long["loss_epochs"].astype(int), mse=long["loss_curve"].astype(float),
-                       series=series_label)
-    return alt.Chart(long, title="Training loss (MSE) of the surface run: " + _run_title(run)).mark_line().encode(
-        x=alt.X("epoch:Q", title="epoch"),
-        y=alt.Y("mse:Q", title="MSE (log scale)", scale=alt.Scale(type="log")),
-        color=alt.Color("series:N", title="measured"),
-        tooltip=["series", "epoch", alt.Tooltip("mse:Q", format=".5f"), "machine", "run_id"],
-    )
+                       point_status="ok").drop(columns=["loss_epochs", "loss_curve"])
+    data = grammar.measured(long, "mse", spread=None)
+    return grammar.lines(data.assign(device_text=data["device"]), "epoch", "mse", points=False, line="device_text",
+                         log_x=False, title="Training loss (MSE) of the surface run: " + _run_title(run),
+                         x_title="epoch", y_title="training loss (MSE, the epoch's mean)",
+                         tooltip=["device_name"])
 
 
-def time_per_variant(ok: pd.DataFrame) -> alt.Chart:
-    """Seconds for the surface run's epochs, per variant, device and machine, as bars on a log scale
+def time_per_variant(ok: pd.DataFrame) -> alt.LayerChart:
+    """Seconds for the surface run's epochs per variant: a dot per device and run on a log axis, with its IQR
     (only the columns drawn, so the learned surfaces stay out of the chart's data)."""
     surface = ok[ok["role"] == "surface"] if len(ok) else ok
-    data = surface.reindex(columns=["variant", "median_s", "device", "machine_id", *TIME_TOOLTIP])
-    data = data.dropna(subset=["median_s"])
-    data = data.assign(seconds=data["median_s"],
-                       series=data["device"].astype(str) + " (" + data["machine_id"].astype(str).str[:18] + ")")
-    return alt.Chart(data, title="Time for the surface run (median of repeats)").mark_bar().encode(
-        x=alt.X("variant:N", title="variant"), xOffset="series:N",
-        y=alt.Y("seconds:Q", title="seconds per training run, all its epochs (log scale)",
-                scale=alt.Scale(type="log")),
-        y2=alt.datum(_log_baseline(data["seconds"])),  # a log scale has no zero: the bars need a floor
-        color=alt.Color("series:N", title="device (machine)"),
-        tooltip=["variant", "series", "seconds", *TIME_TOOLTIP],
-    )
+    data = grammar.measured(surface.drop(columns=["surface", "loss_curve", "loss_epochs"], errors="ignore"),
+                            "median_s")
+    data = data.assign(label=data["variant"], series=data["device"])
+    return grammar.category_dots(data, "label", "median_s", title="Time for the surface run",
+                                 x_title="seconds per training run, all its epochs (median of repeats)",
+                                 tooltip=["epochs", "samples", alt.Tooltip("seconds_per_epoch:Q", format=".3~g")])
 
 
-def _log_baseline(values: pd.Series) -> float:
-    return 10.0 ** math.floor(math.log10(values.min())) if len(values) and values.min() > 0 else 1.0
-
-
-def crossover_lines(ok: pd.DataFrame) -> alt.Chart:
+def crossover_lines(ok: pd.DataFrame) -> alt.TopLevelMixin:
     sweep = ok[ok["role"] == "sweep"] if len(ok) else ok
-    return measured_lines(sweep.assign(ms_per_epoch=sweep["seconds_per_epoch"] * 1e3) if len(sweep) else sweep,
-                          "samples", "ms_per_epoch", title="Sample-size sweep: time per epoch",
-                          x_title="training samples (log scale)", y_title="milliseconds per epoch (log scale)",
-                          tooltip=["grid", "epochs", "steps_per_epoch", "torch_threads"])
+    sweep = sweep.assign(ms_per_epoch=sweep["seconds_per_epoch"] * 1e3) if len(sweep) else sweep.assign(ms_per_epoch=[])
+    return grammar.measured_lines(sweep, "samples", "ms_per_epoch", title="Sample-size sweep: time per epoch",
+                                  x_title="training samples", y_title="milliseconds per epoch (median run / epochs)",
+                                  tooltip=["grid", "epochs", "steps_per_epoch", "torch_threads"])
 
 
-def speedup_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.Chart:
-    """CPU time / GPU time per epoch against the sample count: the sweep as lines, the surface runs as
-    squares, the write-up's figure as a diamond."""
-    sp = epoch_speedups(rows)
-    sp = sp.assign(series="measured · " + sp["variant"] + " · " + sp["device"] + " (" + sp["machine"].str[:30] + ")",
-                   value=sp["speedup"])
-    base = alt.Chart().encode(
-        x=alt.X("samples:Q", title="training samples (log scale)", scale=alt.Scale(type="log")),
-        y=alt.Y("value:Q", title="CPU time / GPU time per epoch (log scale)", scale=alt.Scale(type="log")),
-        color=alt.Color("series:N", title="series"),
-        tooltip=["series", "samples", "epochs", "role", "cpu_seconds_per_epoch", "seconds_per_epoch",
-                 "speedup", "run_id"],
-    )
-    sweep = base.mark_line(point=True).properties(data=sp[sp["role"] == "sweep"])
-    surface_runs = base.mark_square(size=120).properties(data=sp[sp["role"] == "surface"])
-    stated = published_points(published, "samples")
-    return alt.layer(sweep, surface_runs, stated,
-                     title="GPU speed-up over the CPU (above 1: the GPU is faster; squares: the surface run)")
+def speedup_vs_published(rows: pd.DataFrame, published: pd.DataFrame) -> alt.TopLevelMixin:
+    """CPU time / GPU time per epoch against the sample count: the sweep as lines, the surface runs named at
+    their point, the write-up's figure as a hollow point and a dashed rule."""
+    measured = analysis.ok(rows).drop(columns=["surface", "loss_curve", "loss_epochs"], errors="ignore")
+    gpu = measured[analysis.on_accelerator(measured)] if len(measured) else measured
+    ours = grammar.paired_ratio(measured[measured["device"] == "cpu"], gpu, ["variant", "point"])
+    ours = ours.assign(role_text=ours["role"].map({"sweep": "", "surface": "surface run"}))
+    theirs = grammar.published(published, "ratio")
+    return grammar.lines(pd.concat([ours, theirs], ignore_index=True), "samples", "ratio", ratio=True,
+                         line="role_text", x_title="training samples",
+                         y_title="CPU time / GPU time per epoch (medians)",
+                         title="GPU speed-up over the CPU (above 1: the GPU is faster)", tooltip=["epochs", "role"])

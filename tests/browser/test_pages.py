@@ -1,0 +1,130 @@
+"""Every page as a person sees it, served by `streamlit run` in headless Chromium: no error on any page
+(each saved as a full-page screenshot), and on the matmul page the runs shown by default and the run
+picker, over a results folder holding the shipped records plus a smoke and a cancelled matmul run."""
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from core import runs, settings
+from tests.app.test_matmul_page import three_runs
+from tests.browser import test_served_app as served
+
+pytestmark = served.pytestmark
+page = served.page  # the headless Chromium page, as the other browser tests have it
+WAIT_MS = served.WAIT_MS
+PAGES = ["", "cnn", "tabnet", "mlp_surface", "iris", "jacobian", "matmul", "machines", "predictions"]
+ERRORS = "[data-testid='stException'], [data-testid='stAlertContentError']"
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A results folder: the shipped records and, beside the shipped matmul run, a smoke run and a cancelled
+    run of it (the folder and its runs by kind)."""
+    folder = tmp_path_factory.mktemp("pages") / "results"
+    shutil.copytree(settings.APP_ROOT / "results", folder)
+    return folder, three_runs(folder)
+
+
+@pytest.fixture(scope="module")
+def app(made):
+    """`streamlit run` on a free loopback port over that results folder, shared by this module's tests (a
+    warm server renders faster); yields its URL."""
+    port = served.free_port()
+    env = os.environ | {settings.RESULTS_ENV: str(made[0])}
+    env.pop(settings.READ_ONLY_ENV, None)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=settings.APP_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # streamlit waits for open sessions; the test is over
+            server.kill()
+            server.wait()
+
+
+def _wait_healthy(url: str) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError("streamlit did not come up within 120 s")
+
+
+def settle(page) -> None:
+    """Wait for the page's script to finish (Streamlit's running indicator gone) and the charts to draw."""
+    page.locator("h1").first.wait_for(timeout=WAIT_MS)
+    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(timeout=WAIT_MS)
+    page.wait_for_timeout(500)
+
+
+def test_every_page_renders_without_an_error(app, page, tmp_path):
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    print(f"\nscreenshots of every page: {shots}")
+    for name in PAGES:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        page.goto(f"{app}/{name}")
+        settle(page)
+        assert page.locator(ERRORS).count() == 0, f"an error element on /{name}"
+        tall = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+        page.set_viewport_size({"width": 1400, "height": tall + 50})  # the page scrolls inside stMain
+        page.wait_for_timeout(500)
+        page.screenshot(path=shots / f"{name or 'overview'}.png", full_page=True)
+
+
+def chart_text(page) -> str:
+    """What the main chart says: its labels, legend, panel headers and each mark's description."""
+    chart = page.locator(".vega-embed").first
+    chart.wait_for(timeout=WAIT_MS)
+    return chart.evaluate("el => el.textContent + ' ' + "
+                          "[...el.querySelectorAll('[aria-label]')].map(e => e.getAttribute('aria-label')).join(' ')")
+
+
+def names(record: dict) -> tuple[str, str]:
+    """How a chart may name a run: its id, or its preset and start as core.runs writes them."""
+    return record["run_id"], f"{record['preset']} · {runs.started_text(record['started'])}"
+
+
+def drawn(text: str, record: dict) -> bool:
+    return any(name in text for name in names(record))
+
+
+def test_by_default_one_series_per_complete_run_and_the_picker_switches(app, page, made):
+    made = made[1]
+    page.goto(f"{app}/matmul")
+    settle(page)
+    caption = page.get_by_text("Showing the latest complete run of each preset on each machine, one series per run.")
+    caption.wait_for(timeout=WAIT_MS)
+    words = caption.inner_text()
+    assert "smoke of" in words and "quick of" in words and "cancelled" not in words
+    text = chart_text(page)
+    assert drawn(text, made["complete"]) and drawn(text, made["smoke"]) and not drawn(text, made["cancelled"])
+
+    picker = page.locator("[data-testid='stMultiSelect']").filter(has_text="Runs shown")
+    picker.locator("input").click()
+    for _ in made["complete"], made["smoke"]:
+        page.keyboard.press("Backspace")  # takes the last run off
+    page.keyboard.type("cancelled")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    switched = page.get_by_text("Showing the run picked.")
+    switched.wait_for(timeout=WAIT_MS)
+    assert "(cancelled, 6 points)" in switched.inner_text()
+    settle(page)
+    text = chart_text(page)
+    assert drawn(text, made["cancelled"]) and not drawn(text, made["complete"]) and not drawn(text, made["smoke"])

@@ -1,0 +1,43 @@
+"""The read-only view as a visitor sees it, page by page, in headless Chromium: the app speaks of "this
+server" (the visitor is not on the machine that measured), shows none of the server's paths and no run
+controls. A screenshot of every page is saved in the test's temporary folder."""
+import re
+
+from core import experiments
+from tests.browser import test_served_app as served
+
+pytestmark = served.pytestmark
+serve, page = served.serve, served.page  # the served app and the browser, as test_served_app has them
+
+PAGES = ["", *experiments.registry(), "machines", "predictions"]  # "" is the overview
+RERUN_HEADING = re.compile(r"rerun|run it again", re.IGNORECASE)
+
+
+def test_every_page_of_the_read_only_view_speaks_of_this_server_and_shows_no_path(serve, page, results_dir,
+                                                                                tmp_path):
+    url = serve(CROSSOVER_READ_ONLY="1")
+    problems = {}
+    for name in PAGES:
+        page.goto(f"{url}/{name}")
+        page.locator("h1").first.wait_for(timeout=served.WAIT_MS)
+        page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(timeout=served.WAIT_MS)
+        page.screenshot(path=tmp_path / f"read-only-{name or 'overview'}.png", full_page=True)
+        problems[name or "overview"] = _problems(page, str(results_dir))
+    assert not any(problems.values()), {name: found for name, found in problems.items() if found}
+
+
+def _problems(page, results_path: str) -> list[str]:
+    """What a visitor must not read on the page shown (its hidden text too: collapsed expanders)."""
+    text = page.locator("body").text_content()
+    found = []
+    for match in re.finditer(r"this machine", text, re.IGNORECASE):
+        found.append(f"'{text[max(match.start() - 60, 0):match.end() + 40]}'")
+    if results_path in text:
+        found.append(f"the results folder's path {results_path}")
+    if "Devices on this server" not in text:
+        found.append("no 'Devices on this server' in the sidebar")
+    headings = page.get_by_role("heading", name=RERUN_HEADING)
+    found += [f"a rerun heading: {headings.nth(i).inner_text()}" for i in range(headings.count())]
+    if page.locator("[data-testid='stException']").count():
+        found.append("an error element")
+    return found
