@@ -9,7 +9,7 @@ from typing import Callable
 
 import pandas as pd
 
-from core import devices
+from core import devices, settings
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -169,7 +169,7 @@ def _predicted_answer(claim: Claim, rows: pd.DataFrame, predicted: pd.DataFrame 
     leaning = REPRODUCED if found.holds else NOT_REPRODUCED
     where = " / ".join(dict.fromkeys(predicted["hardware"].dropna()))
     text = _join(f"Predicted on {where} (a model, not a measurement): the claim would be {leaning}.",
-                 found.evidence, f"The model on this machine: {accuracy}." if accuracy else "")
+                 found.evidence, f"The model on {settings.this_host()}: {accuracy}." if accuracy else "")
     return text, leaning
 
 

@@ -17,13 +17,12 @@ The frames the pieces draw have the columns `source` (measured, published, predi
 import hashlib
 import json
 import math
-from datetime import datetime
 from functools import lru_cache
 
 import altair as alt
 import pandas as pd
 
-from core import breakdown
+from core import breakdown, runs
 from core.analysis import ok
 from core.timing import NOISY_SPREAD
 
@@ -168,31 +167,13 @@ def _symbol(shapes: set) -> str:
 
 # -- runs ---------------------------------------------------------------------------------------------------
 def run_label(rows: pd.DataFrame) -> pd.Series:
-    """A short text per row naming its run: 'quick · 22 Nov 06:09 · Intel Xeon' (local time; ' · cancelled'
-    and the like when the run did not complete)."""
-    if rows.empty:
-        return pd.Series([], index=rows.index, dtype=object)
-    column = lambda name: rows[name] if name in rows else pd.Series(None, index=rows.index, dtype=object)  # noqa: E731
-    started = pd.to_datetime(column("started"), utc=True, errors="coerce").dt.tz_convert(_local_zone())
-    text = column("preset").fillna("custom").astype(str) + " · " + started.dt.strftime("%d %b %H:%M").fillna("?")
-    text = text + " · " + column("machine").map(machine_text)
-    status = column("status").fillna("")
-    return text.where(status.isin(["complete", ""]), text + " · " + status)
-
-
-def _local_zone():
-    return datetime.now().astimezone().tzinfo
-
-
-def machine_text(machine) -> str:
-    """A machine label ('Intel(R) Xeon(R) Processor (2 threads) / NVIDIA T4') made short: 'Intel Xeon / NVIDIA T4'."""
-    if not isinstance(machine, str):
-        return "?"
-    cpu, _, gpus = machine.partition(" / ")
-    for noise in ("(R)", "(TM)", " Processor", " CPU"):
-        cpu = cpu.replace(noise, "")
-    cpu = cpu.split(" @ ")[0].split(" (")[0].strip()
-    return cpu if gpus in ("", "no GPU") else f"{cpu} / {gpus}"
+    """A short text per row naming its run (core.runs.short_label): 'quick · 22 Nov 06:09 · Intel Xeon', and
+    ' · cancelled' and the like when the run did not complete."""
+    runs_of_rows = pd.DataFrame({name: rows[name] if name in rows else None
+                                 for name in ("preset", "started", "machine", "status")}, index=rows.index)
+    runs_of_rows["status"] = runs_of_rows["status"].fillna("complete")
+    return runs_of_rows.apply(runs.short_label, axis=1).astype(object) if len(rows) else pd.Series(
+        [], index=rows.index, dtype=object)
 
 
 def runs_drawn(data: pd.DataFrame) -> list[str]:
@@ -501,7 +482,7 @@ def category_dots(data: pd.DataFrame, label: str, value: str, *, title: str, x_t
     data = _per_panel(data, runs)
     by_variant = data["variant"].notna().all() and len(data)
     colour = (variant_color(data["variant"], symbol=SWATCH) if by_variant else
-              alt.Color("series:N", title="series",
+              alt.Color("series:N", title="series", scale=_series_scale(data),
                         legend=alt.Legend(labelLimit=0, symbolType=SWATCH, symbolOpacity=1)))
     x_scale = (ratio_scale(data[value]) if ratio else
                {"scale": alt.Scale(type="log") if log else alt.Scale(zero=True)})
@@ -524,6 +505,15 @@ def category_dots(data: pd.DataFrame, label: str, value: str, *, title: str, x_t
             **look_encoding(data["look"], symbol), tooltip=tip),
     ]
     return _panels(layers, data, runs, title, columns=1, height=_rows_height(data, label, "series", 18), width=420)
+
+
+def _series_scale(data: pd.DataFrame) -> alt.Scale:
+    """Series coloured in the order of their source (published, predicted, measured): a new measured series
+    never recolours the published and predicted ones."""
+    order = {"published": 0, "predicted": 1, "measured": 2}
+    series = (data[["series", "source"]].drop_duplicates("series")
+              .assign(rank=lambda d: d["source"].map(order)).sort_values("rank", kind="stable")["series"])
+    return alt.Scale(domain=list(series), range=_cycle(list(VARIANT_PALETTE), len(series)))
 
 
 def _rows_height(data: pd.DataFrame, label: str, group: str, each: int) -> int:
@@ -587,7 +577,7 @@ def measured_lines(rows: pd.DataFrame, x: str, y: str, *, title: str, x_title: s
 
 def series_label(rows: pd.DataFrame) -> pd.Series:
     """'variant · device (machine)', for text that names a series of one run."""
-    return rows["variant"] + " · " + rows["device"] + " (" + rows["machine"].map(machine_text) + ")"
+    return rows["variant"] + " · " + rows["device"] + " (" + rows["machine"].map(runs.machine_text) + ")"
 
 
 # -- where the time goes: the measured parts of one unit ----------------------------------------------------

@@ -20,10 +20,7 @@ def main(argv: list[str] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.command(args)
-    except runlock.BusyError as e:
-        print(f"error: {e} (`python -m core cancel` stops it, keeping its finished points)", file=sys.stderr)
-        return 2
-    except (ConfigError, devices.DeviceError, settings.ReadOnlyError, hardware.HardwareError,
+    except (runlock.BusyError, ConfigError, devices.DeviceError, settings.ReadOnlyError, hardware.HardwareError,
             costmodel.PredictionError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

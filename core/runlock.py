@@ -31,7 +31,8 @@ class BusyError(RuntimeError):
                     f"(run {info.get('run_id')}, since {info.get('started')})")
         else:
             what = " (it has not said which yet)"
-        super().__init__(f"a run is already going on this machine{what}; wait for it or cancel it")
+        super().__init__(f"a run is already going on this machine{what}; wait for it, or cancel it (the Cancel "
+                         "button, or `python -m core cancel`)")
         self.info = info
 
 

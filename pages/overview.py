@@ -1,4 +1,3 @@
-import altair as alt
 import streamlit as st
 
 from core import devices, experiments, overview, settings
@@ -60,9 +59,7 @@ def headline_chart(headline) -> None:
     chart = ratio_dots(headline, title="CPU time / GPU time, one row per write-up configuration",
                        x_title="CPU time / GPU time (above 1: the GPU is faster; log scale)",
                        tooltip=["experiment", "setting", "hardware", "detail"])
-    # One row of dots per configuration, its series side by side within it (a step per row, not per series).
-    row_height = 10 + 12 * headline["series"].nunique()
-    st.altair_chart(chart.properties(height=alt.Step(step=row_height, **{"for": "position"})), width="stretch")
+    st.altair_chart(chart, width="stretch")
     measured = (headline["source"] == "measured").any()
     predicted = (headline["source"] == "predicted").any()
     st.caption("Published: the write-up's own figure, on its hardware. "

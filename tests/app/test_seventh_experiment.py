@@ -74,7 +74,7 @@ def test_a_seventh_experiment_runs_through_the_cli_and_renders_on_the_template(f
     done = subprocess.run([sys.executable, "-m", "core", "run", "fake", "--device", "cpu", "--preset", "smoke"],
                           cwd=settings.APP_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "[2/2] cpu sum size=8: median" in done.stdout and "per one sum" in done.stdout
+    assert "[2/2] cpu sum size=8: median" in done.stdout and " per sum" in done.stdout
     [record] = results.load_records(results_dir)
     assert record["status"] == "complete" and [r["metrics"]["total"] for r in record["rows"]] == [4.0, 8.0]
 
