@@ -168,7 +168,8 @@ def _predicted_answer(claim: Claim, rows: pd.DataFrame, predicted: pd.DataFrame 
         return "", ""
     leaning = REPRODUCED if found.holds else NOT_REPRODUCED
     where = " / ".join(dict.fromkeys(predicted["hardware"].dropna()))
-    text = _join(f"Predicted on {where} (a model, not a measurement): the claim would be {leaning}.",
+    would = "would" if found.holds else "would not"
+    text = _join(f"Predicted on {where} (a model, not a measurement): the claim {would} be reproduced.",
                  found.evidence, f"The model on {settings.this_host()}: {accuracy}." if accuracy else "")
     return text, leaning
 

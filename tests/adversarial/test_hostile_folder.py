@@ -93,7 +93,7 @@ def test_the_pages_render_and_name_the_bad_files(hostile, page):
 
 def test_the_cli_still_works(hostile, capsys):
     assert cli.main(["list"]) == 0 and "matmul" in capsys.readouterr().out
-    assert cli.main(["info"]) == 0 and json.loads(capsys.readouterr().out)["machine_id"] == hostile[1]["machine_id"]
+    assert cli.main(["info", "--json"]) == 0 and json.loads(capsys.readouterr().out)["machine_id"] == hostile[1]["machine_id"]
 
 
 @pytest.mark.timeout(60)  # generous for a loaded machine: what it guards against (a pipe) never returns
