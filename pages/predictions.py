@@ -22,7 +22,7 @@ host = settings.this_host()  # "this server" for a visitor of a read-only view
 
 
 def _ratio(value) -> str:
-    return "-" if value is None or pd.isna(value) else f"{value:.2f}"
+    return "-" if value is None or pd.isna(value) else f"{value:.3g}"  # 3 figures: a worst ratio can be 0.002
 
 
 def _share(value) -> str:
@@ -87,9 +87,13 @@ else:
     st.dataframe(validation[["id", "experiment", "quantity", "device", "published", "predicted", "unit", "ratio",
                              "within_2x", "target", "assumed", "assumption", "how", "method", "error"]],
                  hide_index=True, column_config={
-                     "predicted": st.column_config.NumberColumn("predicted (model)", format="%.4g"),
-                     "published": st.column_config.NumberColumn(format="%.4g"),
-                     "ratio": st.column_config.NumberColumn(format="%.2f"),
+                     "id": st.column_config.TextColumn("Figure"),
+                     "quantity": st.column_config.TextColumn("What it times"),
+                     "predicted": st.column_config.NumberColumn("Predicted (model)", format="%.3g"),
+                     "published": st.column_config.NumberColumn("Published", format="%.3g"),
+                     "ratio": st.column_config.NumberColumn("Predicted / published", format="%.3g"),
+                     "assumed": st.column_config.CheckboxColumn("Hardware assumed"),
+                     "how": st.column_config.TextColumn("How it was predicted"),
                      "within_2x": st.column_config.CheckboxColumn(f"within {writeups.WITHIN:g}x"),
                      "target": st.column_config.TextColumn("hardware"),
                      "assumption": st.column_config.TextColumn("assumption notes", width="large"),
