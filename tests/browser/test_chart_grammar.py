@@ -7,15 +7,11 @@ default "field: value; ..." of its encodings), legends as `g.role-legend` groups
 entry (a symbol path and its label text), and colours as the fill/stroke attributes. So the tests find a chart
 by its title text, a point by its aria-label, and a colour by the attributes of what is drawn."""
 import os
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 from core import charts, settings
-from tests.browser.test_served_app import CHROMIUM, WAIT_MS, free_port, sync_api
+from tests.browser.test_served_app import CHROMIUM, WAIT_MS, streamlit_server, sync_api
 
 pytestmark = [
     pytest.mark.browser,
@@ -26,30 +22,9 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def shipped_app():
     """`streamlit run` read-only over the shipped results (so nothing is written there); yields its URL."""
-    port = free_port()
     env = os.environ | {settings.RESULTS_ENV: str(settings.APP_ROOT / "results"), settings.READ_ONLY_ENV: "1"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=settings.APP_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        server.kill()
-        raise AssertionError("streamlit did not come up within 120 s")
-    yield url
-    server.terminate()
-    try:
-        server.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+    with streamlit_server(env) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,6 @@
 picker, over a results folder holding the shipped records plus a smoke and a cancelled matmul run."""
 import os
 import shutil
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
@@ -34,35 +30,10 @@ def made(tmp_path_factory):
 def app(made):
     """`streamlit run` on a free loopback port over that results folder, shared by this module's tests (a
     warm server renders faster); yields its URL."""
-    port = served.free_port()
     env = os.environ | {settings.RESULTS_ENV: str(made[0])}
     env.pop(settings.READ_ONLY_ENV, None)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=settings.APP_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url)
+    with served.streamlit_server(env) as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # streamlit waits for open sessions; the test is over
-            server.kill()
-            server.wait()
-
-
-def _wait_healthy(url: str) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError("streamlit did not come up within 120 s")
 
 
 def settle(page) -> None:

@@ -1,4 +1,5 @@
 """The app as a person sees it: served by `streamlit run`, driven in headless Chromium."""
+import contextlib
 import os
 import shutil
 import socket
@@ -27,37 +28,46 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def serve(results_dir):
-    """Start `streamlit run` on a free loopback port with a smoke matmul record; yields a URL maker."""
-    exp = experiments.get("matmul")
-    config = exp.config("smoke")
-    runner.run(exp, config, ["cpu"], RecordWriter("matmul", "smoke", config, ["cpu"]))
-    servers = []
-
-    def start(**env) -> str:
-        port = free_port()
-        servers.append(subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true"],
-            cwd=settings.APP_ROOT, env=os.environ | env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    return url
-            except OSError:
-                time.sleep(0.5)
-        raise AssertionError("streamlit did not come up within 120 s")
-    yield start
-    for server in servers:
+@contextlib.contextmanager
+def streamlit_server(env: dict):
+    """`streamlit run` on a free loopback port with `env`; yields its URL once healthy, stops it after."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=settings.APP_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url)
+        yield url
+    finally:
         server.terminate()
         try:
             server.wait(timeout=10)
         except subprocess.TimeoutExpired:  # streamlit waits for open sessions; the test is over
             server.kill()
             server.wait()
+
+
+def _wait_healthy(url: str) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError("streamlit did not come up within 120 s")
+
+
+@pytest.fixture
+def serve(results_dir):
+    """Start `streamlit run` on a free loopback port with a smoke matmul record; yields a URL maker."""
+    exp = experiments.get("matmul")
+    config = exp.config("smoke")
+    runner.run(exp, config, ["cpu"], RecordWriter("matmul", "smoke", config, ["cpu"]))
+    with contextlib.ExitStack() as servers:
+        yield lambda **env: servers.enter_context(streamlit_server(os.environ | env))
 
 
 @pytest.fixture
