@@ -58,8 +58,7 @@ def _verdicts(found: list[Verdict], rows: pd.DataFrame) -> None:
                f"charts show.{gpu_note}")
     with st.expander("Each verdict in full"):
         for v in found:
-            rests_on = f" (rests on {'measurements' if v.basis == 'measured' else 'an estimate'})" if v.basis else ""
-            st.markdown(f"{_mark(v.outcome)} **{v.outcome}**{rests_on}: {v.claim}  \n{v.evidence}")
+            st.markdown(f"{_mark(v.outcome)} **{v.outcome}**{rests_on(v)}: {v.claim}  \n{v.evidence}")
             if v.prediction:
                 st.caption(f":material/online_prediction: {v.prediction}")
 
@@ -71,12 +70,18 @@ def verdict_table(found: list[Verdict]) -> str:
     head = ["Claim", "Published", "Verdict", "What we found"] + (["Predicted on a GPU"] if predicted_column else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in found:
-        cells = [_small(v.claim), _small(v.published or "—"), f"{_mark(v.outcome)}&nbsp;{_small(f'**{v.outcome}**')}",
+        cells = [_small(v.claim), _small(v.published or "—"),
+                 f"{_mark(v.outcome)}&nbsp;{_small(f'**{v.outcome}**{rests_on(v)}')}",
                  _small(short_finding(v.finding or v.evidence))]
         if predicted_column:
             cells.append(f"{_mark(v.leaning)}&nbsp;{_small(WOULD[v.leaning])}" if v.leaning in WOULD else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def rests_on(v: Verdict) -> str:
+    """What a verdict rests on, said after it: measurements or an estimate (nothing for one without a basis)."""
+    return f" (rests on {'measurements' if v.basis == 'measured' else 'an estimate'})" if v.basis else ""
 
 
 def short_finding(text: str) -> str:
