@@ -1,5 +1,5 @@
-"""`python -m core info | list | run | cancel | calibrate | predict`: the headless entry point; the app's
-run button uses `run`, its cancel button does what `cancel` does."""
+"""`python -m core info | list | run | cancel | calibrate | predict | export | import | report`: the headless
+entry point; the app's run button uses `run`, its cancel button does what `cancel` does."""
 import argparse
 import json
 import os
@@ -80,7 +80,32 @@ def _parser() -> argparse.ArgumentParser:
                               "Predictions page)")
     predict.add_argument("--json", action="store_true", help="print a JSON array for scripts")
     predict.set_defaults(command=cmd_predict)
+    export = sub.add_parser("export", help="write records (and their machines' calibrated profiles) into one bundle "
+                                           "to carry to another Crossover")
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="the bundle to write (.tar.gz)")
+    export.add_argument("--machine", action="append", metavar="ID", help="only this machine's records (repeatable; "
+                                                                          "ids: `python -m core info`, the Machines page)")
+    export.add_argument("--experiment", action="append", metavar="NAME", help="only this experiment (repeatable)")
+    export.set_defaults(command=cmd_export)
+    importing = sub.add_parser("import", help="check a bundle's every record and merge it into the results folder")
+    importing.add_argument("bundle", metavar="FILE", help="a bundle written by `export` (or the Machines page)")
+    importing.set_defaults(command=cmd_import)
+    report = sub.add_parser("report", help="write one self-contained HTML report that opens offline in any browser")
+    report.add_argument("-o", "--output", default="report.html", metavar="FILE", help="default: report.html")
+    report.set_defaults(command=cmd_report)
     return parser
+
+
+def cmd_export(args) -> int:  # the bundles helper fills this in
+    raise NotImplementedError
+
+
+def cmd_import(args) -> int:  # the bundles helper fills this in
+    raise NotImplementedError
+
+
+def cmd_report(args) -> int:  # the report helper fills this in
+    raise NotImplementedError
 
 
 def cmd_info(args) -> int:
