@@ -12,7 +12,7 @@ from core import devices, experiments, results, runlock, settings, versions
 from core.results import now
 from core.runlock import LOCK_FD_ENV
 
-LOGS_KEPT = 20   # the logs of this many runs stay in <results>/.logs/; older ones are deleted at a start
+LOGS_KEPT = 20   # the logs of this many runs stay in <results>/<machine id>/.logs/; older ones are deleted at a start
 
 _stopping: dict[str, str] = {}   # run id -> when its cancel was asked, until its process has exited
 
@@ -52,7 +52,7 @@ def _spawn(exp, device_names, preset, config, run_id, lock_fd) -> subprocess.Pop
                "--config-json", json.dumps(config)]
     for d in device_names:
         command += ["--device", d]
-    logs = settings.results_dir() / ".logs"
+    logs = logs_dir()
     logs.mkdir(parents=True, exist_ok=True)
     env = versions.run_environment(exp.malloc_mmap_threshold) | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"}
     with open(logs / f"{run_id}.log", "w") as log:
@@ -65,6 +65,11 @@ def _spawn(exp, device_names, preset, config, run_id, lock_fd) -> subprocess.Pop
             signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
     _prune_logs(logs)
     return process
+
+
+def logs_dir() -> Path:
+    """This machine's run logs: under its own folder, like everything it writes in a shared results folder."""
+    return settings.results_dir() / devices.fingerprint()["machine_id"] / ".logs"
 
 
 def _prune_logs(logs: Path) -> None:
@@ -124,7 +129,7 @@ def cancel() -> dict | None:
 
 
 def log_tail(run_id: str, lines: int = 20) -> str:
-    path = settings.results_dir() / ".logs" / f"{run_id}.log"
+    path = logs_dir() / f"{run_id}.log"
     try:
         return "\n".join(path.read_text().splitlines()[-lines:])
     except OSError:

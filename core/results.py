@@ -257,7 +257,7 @@ def load_records(results_dir: Path = None) -> list[dict]:
     and why (see the module's docstring). A record still marked running that no live run holds was
     interrupted: it reads as partial."""
     folder = results_dir or settings.results_dir()
-    active = (runlock.holder(folder) or {}).get("run_id")
+    active = {}  # machine folder -> the run id its lock holds (each machine of a shared folder has its own)
     records = []
     for path in record_paths(folder):
         try:

@@ -1,9 +1,16 @@
-"""One run at a time per results folder: an flock held by the running process for its whole life
-(so a killed run never leaves a stale lock), and a small JSON file saying what holds it.
+"""One run at a time per machine: an flock held by the running process for its whole life (so a killed
+run never leaves a stale lock), and a small JSON file saying what holds it. Both live in the machine's own
+folder of the results folder, so machines sharing one results folder (a network mount) never block each
+other, and each writes only under its own machine id.
 
 The description (`.running.json`) is written atomically by the lock's holder right after it takes the
 lock, and removed before the lock is let go; a run is visible (`holder`) only while both hold. Looking
-never takes the exclusive lock, so it can never make a start fail."""
+never takes the exclusive lock, so it can never make a start fail.
+
+Another machine's run, seen through a shared folder: its description names a process of that machine, which
+cannot be checked from here, so only the lock says whether it runs. Where the mount honours flock across
+hosts (NFSv4, for one), that is exact; where it does not, the other machine's run reads as interrupted until
+its record says how it ended."""
 import fcntl
 import json
 import os
@@ -12,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from core import settings
+from core import devices, settings
 from core.params import ConfigError, clip
 
 LOCK_NAME = ".run.lock"
@@ -36,8 +43,9 @@ class BusyError(RuntimeError):
         self.info = info
 
 
-def _paths(results_dir: Path = None) -> tuple[Path, Path]:
-    folder = results_dir or settings.results_dir()
+def paths(results_dir: Path = None, machine_id: str = None) -> tuple[Path, Path]:
+    """The lock and its description: in the folder of `machine_id` (default: this machine) of the results folder."""
+    folder = (results_dir or settings.results_dir()) / (machine_id or devices.fingerprint()["machine_id"])
     return folder / LOCK_NAME, folder / INFO_NAME
 
 
@@ -45,7 +53,7 @@ def acquire(info: dict, results_dir: Path = None) -> int:
     """Take the lock and publish `info`; returns the locked file descriptor (inheritable, so a child
     process can keep holding it; give it back with `release`). Raises BusyError naming the holder."""
     settings.require_writable("taking the run lock")
-    lock_path, info_path = _paths(results_dir)
+    lock_path, info_path = paths(results_dir)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -73,7 +81,7 @@ def adopt(text: str, info: dict, results_dir: Path = None) -> int:
     open on this folder's lock file and holds the lock (so a value copied from elsewhere never skips
     it); publishes `info` unless the parent already did. Raises ConfigError or BusyError."""
     settings.require_writable("taking the run lock")
-    lock_path, info_path = _paths(results_dir)
+    lock_path, info_path = paths(results_dir)
     if not text.strip().isdigit():
         raise ConfigError(LOCK_FD_ENV, f"{clip(text)!r} is not a file descriptor number; it is set only by "
                                        f"the app for the run it starts: unset it")
@@ -94,21 +102,23 @@ def adopt(text: str, info: dict, results_dir: Path = None) -> int:
 def update(info: dict, results_dir: Path = None) -> None:
     """Publish new details of the run that holds the lock (call it only while holding it)."""
     settings.require_writable("updating the running run's details")
-    _publish(_paths(results_dir)[1], info)
+    _publish(paths(results_dir)[1], info)
 
 
 def release(fd: int, results_dir: Path = None) -> None:
     """End of a run: its description goes first, then the lock (so nothing finished is ever shown)."""
-    _paths(results_dir)[1].unlink(missing_ok=True)
+    paths(results_dir)[1].unlink(missing_ok=True)
     os.close(fd)
 
 
-def holder(results_dir: Path = None) -> dict | None:
-    """What holds the lock now, or None when nothing runs (also when the folder cannot be read).
-    Reads the published description; only when one is there does it check, with a shared lock that is
-    let go at once, that the lock is really held (a killed run leaves its description behind)."""
-    lock_path, info_path = _paths(results_dir)
-    info = _published(info_path)
+def holder(results_dir: Path = None, machine_id: str = None) -> dict | None:
+    """What holds the lock of `machine_id` (default: this machine) now, or None when nothing runs there (also
+    when the folder cannot be read). Reads the published description; only when one is there does it check,
+    with a shared lock that is let go at once, that the lock is really held (a killed run leaves its
+    description behind)."""
+    here = devices.fingerprint()["machine_id"]
+    lock_path, info_path = paths(results_dir, machine_id or here)
+    info = _published(info_path, local=machine_id in (None, here))
     if info is None:
         return None
     try:
@@ -132,13 +142,14 @@ def _try_lock(fd: int) -> bool:
         return False
 
 
-def _published(info_path: Path) -> dict | None:
-    """The description, if there is one and the process it names is alive (or not started yet)."""
+def _published(info_path: Path, local: bool = True) -> dict | None:
+    """The description, if there is one and the process it names is alive (or not started yet); the process
+    of another machine (`local` false) cannot be checked from here."""
     info = _read(info_path)
     if info is None or not isinstance(info.get("run_id"), str):
         return None
     pid = info.get("pid")
-    if pid is None:
+    if pid is None or not local:
         return info  # the app is starting its run's process
     return info if isinstance(pid, int) and pid > 0 and _alive(pid) else None
 

@@ -56,7 +56,7 @@ def test_a_run_killed_at_random_moments_keeps_every_printed_point_and_frees_the_
         where = f"killed {delay:.3f} s after its start (seed {seed}); it printed {printed!r}"
         assert printed[0].startswith("matmul (smoke) on cpu -> "), where
         points = [(int(m[1]), int(m[2])) for m in map(PRINTED_POINT.match, printed) if m]
-        files = list(folder.glob("*/*.json"))
+        files = [p for p in folder.glob("*/*.json") if not p.name.startswith(".")]  # not the lock's description
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             records = results.load_records(folder)
@@ -95,7 +95,7 @@ def test_racing_starts_give_one_run_every_loser_names_it_and_a_cancel_at_once_le
     wait_for(lambda: jobs.current() is None)
     record = results.read_record(run["record"])
     assert record["status"] == "cancelled" and len(record["rows"]) < record["planned_points"]
-    assert not (results_dir / runlock.INFO_NAME).exists()
+    assert not (runlock.paths(results_dir)[1]).exists()
     page.run()  # the panel then says how the run ended
     assert any(w.value.startswith("The smoke run of ") and ": cancelled, " in w.value for w in page.warning)
 
@@ -117,18 +117,18 @@ def test_a_lock_descriptor_from_the_environment_never_skips_a_held_lock(held, re
     assert main(SMOKE) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {runlock.LOCK_FD_ENV}: ") and "Traceback" not in err
-    assert not list(results_dir.glob("*/*.json"))
+    assert not results.record_paths(results_dir)
 
 
 def test_a_second_descriptor_on_the_lock_file_is_told_which_run_holds_it(held, results_dir, monkeypatch, capsys):
-    second = os.open(results_dir / runlock.LOCK_NAME, os.O_RDONLY)
+    second = os.open(runlock.paths(results_dir)[0], os.O_RDONLY)
     monkeypatch.setenv(runlock.LOCK_FD_ENV, str(second))
     try:
         assert main(SMOKE) == 2
     finally:
         os.close(second)
     assert "iris on cpu (run holder-run, since 2026-01-01T00:00:00+00:00)" in capsys.readouterr().err
-    assert not list(results_dir.glob("*/*.json"))
+    assert not results.record_paths(results_dir)
 
 
 def test_the_descriptor_the_app_hands_down_is_used_and_given_back(results_dir, monkeypatch):

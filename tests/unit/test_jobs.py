@@ -15,13 +15,13 @@ SLOW = {"sizes": tuple(range(8, 48)), "repeats": 5, "block_seconds": 0.02, "vari
 
 def test_background_smoke_run_end_to_end(results_dir, monkeypatch):
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    old_logs = _old_logs(results_dir / ".logs", jobs.LOGS_KEPT + 5)
+    old_logs = _old_logs(jobs.logs_dir(), jobs.LOGS_KEPT + 5)
     info = jobs.start("matmul", ["cpu"], "smoke", {"variants": ("numpy",)})
     assert info["pid"] and info["experiment"] == "matmul"
     wait_for(lambda: jobs.current() is None)
-    kept = {p.name for p in (results_dir / ".logs").glob("*.log")}
+    kept = {p.name for p in (jobs.logs_dir()).glob("*.log")}
     assert kept == {f"{info['run_id']}.log"} | {p.name for p in old_logs[-(jobs.LOGS_KEPT - 1):]}
-    assert not (results_dir / runlock.INFO_NAME).exists()  # the run's description goes with it
+    assert not (runlock.paths(results_dir)[1]).exists()  # the run's description goes with it
     record = results.read_record(info["record"])
     assert record["status"] == "complete"
     assert len(record["rows"]) == record["planned_points"] == 3

@@ -27,7 +27,7 @@ def test_a_run_is_described_while_it_holds_the_lock_and_the_description_goes_wit
     assert runlock.holder() == _info("r1")
     runlock.release(fd)
     assert runlock.holder() is None
-    assert not [p.name for p in results_dir.iterdir() if p.name.startswith(runlock.INFO_NAME)]  # no temporary left
+    assert not [p.name for p in runlock.paths(results_dir)[1].parent.iterdir() if p.name.startswith(runlock.INFO_NAME)]  # no temporary left
 
 
 def test_racing_starts_give_one_holder_and_every_loser_is_told_which(results_dir):
@@ -68,7 +68,7 @@ def test_looking_never_makes_a_start_fail(results_dir, tmp_path, left_behind):
     """Pages look at the lock all the time (here two processes, looking as fast as they can); with
     nothing running, every start must succeed. A killed run's description naming a live process (its
     id reused) makes every look test the lock itself."""
-    results_dir.mkdir()
+    runlock.paths(results_dir)[0].parent.mkdir(parents=True)
     stop, refusals = tmp_path / "stop", []
     lookers = [subprocess.Popen([sys.executable, "-c", LOOKER, str(stop)], cwd=settings.APP_ROOT,
                                 stdout=subprocess.PIPE, text=True) for _ in range(2)]
@@ -76,7 +76,7 @@ def test_looking_never_makes_a_start_fail(results_dir, tmp_path, left_behind):
         assert all(looker.stdout.readline() == "looking\n" for looker in lookers)
         for i in range(60):
             if left_behind:
-                (results_dir / runlock.INFO_NAME).write_text(json.dumps(_info("killed")))
+                (runlock.paths(results_dir)[1]).write_text(json.dumps(_info("killed")))
             try:
                 runlock.release(runlock.acquire(_info(f"r{i}")))
             except runlock.BusyError as e:
@@ -91,9 +91,9 @@ def test_looking_never_makes_a_start_fail(results_dir, tmp_path, left_behind):
 def test_a_start_tried_while_a_look_tests_the_lock_succeeds(results_dir, monkeypatch):
     """The worst moment, made to happen: a start tried while a look holds its test of the lock (a
     killed run's description naming a live process makes the look test it)."""
-    results_dir.mkdir()
-    (results_dir / runlock.LOCK_NAME).touch()
-    (results_dir / runlock.INFO_NAME).write_text(json.dumps(_info("killed")))
+    runlock.paths(results_dir)[0].parent.mkdir(parents=True)
+    (runlock.paths(results_dir)[0]).touch()
+    (runlock.paths(results_dir)[1]).write_text(json.dumps(_info("killed")))
     tried, real_flock = {}, fcntl.flock
 
     def start(run_id: str) -> None:
@@ -120,11 +120,11 @@ def test_a_start_tried_while_a_look_tests_the_lock_succeeds(results_dir, monkeyp
 def test_a_killed_or_forged_description_is_not_a_running_run(results_dir, pid):
     """A new run has just taken the lock and not yet said what it runs; a killed run's description is
     still there (or a forged one)."""
-    results_dir.mkdir()
-    fd = os.open(results_dir / runlock.LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    runlock.paths(results_dir)[0].parent.mkdir(parents=True)
+    fd = os.open(runlock.paths(results_dir)[0], os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     forged = _info("killed", pid=_dead_pid() if pid == "dead" else pid)
-    (results_dir / runlock.INFO_NAME).write_text(json.dumps(forged))
+    (runlock.paths(results_dir)[1]).write_text(json.dumps(forged))
     assert runlock.holder() is None
     os.close(fd)
     fd = runlock.acquire(_info("next"))
@@ -134,8 +134,8 @@ def test_a_killed_or_forged_description_is_not_a_running_run(results_dir, pid):
 
 def test_a_loser_waits_for_the_winner_to_say_what_it_runs(results_dir):
     """Between taking the lock and publishing its description, the winner is unnamed: the loser waits."""
-    results_dir.mkdir()
-    fd = os.open(results_dir / runlock.LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    runlock.paths(results_dir)[0].parent.mkdir(parents=True)
+    fd = os.open(runlock.paths(results_dir)[0], os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     late = threading.Timer(0.3, runlock.update, args=(_info("slow-to-say"),))
     late.start()
@@ -147,8 +147,8 @@ def test_a_loser_waits_for_the_winner_to_say_what_it_runs(results_dir):
 
 def test_a_winner_that_never_says_what_it_runs_is_still_refused_cleanly(results_dir, monkeypatch):
     monkeypatch.setattr(runlock, "PUBLISH_WAIT_S", 0.3)
-    results_dir.mkdir()
-    fd = os.open(results_dir / runlock.LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    runlock.paths(results_dir)[0].parent.mkdir(parents=True)
+    fd = os.open(runlock.paths(results_dir)[0], os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     with pytest.raises(runlock.BusyError, match=r"already going on this machine \(it has not said which yet\)"):
         runlock.acquire(_info("loser"))
@@ -173,7 +173,7 @@ def test_a_descriptor_open_on_another_file_never_skips_the_lock(results_dir):
 
 def test_a_descriptor_on_the_lock_file_that_does_not_hold_the_lock_is_told_who_does(results_dir):
     fd = runlock.acquire(_info("holder"))
-    second = os.open(results_dir / runlock.LOCK_NAME, os.O_RDONLY)
+    second = os.open(runlock.paths(results_dir)[0], os.O_RDONLY)
     try:
         with pytest.raises(runlock.BusyError, match=r"matmul on cpu \(run holder, since"):
             runlock.adopt(str(second), _info("sneaky"))
@@ -194,8 +194,8 @@ def test_the_descriptor_handed_down_is_adopted_and_keeps_its_description(results
 @pytest.mark.parametrize("planted", ["fifo", "huge", "list", "link to /dev/zero", "good"])
 def test_planted_files_are_no_run_and_never_block_a_look(results_dir, planted):
     """A FIFO named like the description or the lock file, a huge or foreign description."""
-    results_dir.mkdir()
-    info_path = results_dir / runlock.INFO_NAME
+    runlock.paths(results_dir)[0].parent.mkdir(parents=True)
+    info_path = runlock.paths(results_dir)[1]
     if planted == "good":
         info_path.write_text(json.dumps(_info("with a FIFO for its lock")))
     elif planted == "fifo":
@@ -206,7 +206,7 @@ def test_planted_files_are_no_run_and_never_block_a_look(results_dir, planted):
         info_path.write_text("[]")
     else:
         info_path.symlink_to("/dev/zero")
-    os.mkfifo(results_dir / runlock.LOCK_NAME)
+    os.mkfifo(runlock.paths(results_dir)[0])
     looked = []
     look = threading.Thread(target=lambda: looked.append(runlock.holder()), daemon=True)
     look.start()
