@@ -6,10 +6,11 @@ import os
 import sys
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 
 from tqdm import tqdm
 
-from core import (breakdown, calibrate, census, costmodel, devices, experiments, hardware, jobs, ownmodel,
+from core import (breakdown, bundles, calibrate, census, costmodel, devices, experiments, hardware, jobs, ownmodel,
                   predictions, profiles, results, runlock, runner, settings, versions, writeups)
 from core.experiments.base import PRESETS
 from core.params import ConfigError, clip, shown
@@ -21,7 +22,7 @@ def main(argv: list[str] = None) -> int:
     try:
         return args.command(args)
     except (runlock.BusyError, ConfigError, devices.DeviceError, settings.ReadOnlyError, hardware.HardwareError,
-            costmodel.PredictionError) as e:
+            costmodel.PredictionError, bundles.BundleError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`python -m core list | head`): stop quietly
@@ -96,12 +97,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_export(args) -> int:  # the bundles helper fills this in
-    raise NotImplementedError
+def cmd_export(args) -> int:
+    exported = bundles.export(args.output, args.machine, args.experiment)
+    print(exported.text(args.output))
+    return 0
 
 
-def cmd_import(args) -> int:  # the bundles helper fills this in
-    raise NotImplementedError
+def cmd_import(args) -> int:
+    """Exit status 0 when every member was added or skipped, 1 when any was refused (2: not a bundle)."""
+    imported = bundles.import_bundle(Path(args.bundle))
+    print(imported.text())
+    return 1 if imported.refused else 0
 
 
 def cmd_report(args) -> int:  # the report helper fills this in

@@ -135,9 +135,10 @@ def validate(profile: dict) -> None:
         raise ProfileError(f"{where}: {error.message}")
 
 
-def path(machine_id: str = None) -> Path:
+def path(machine_id: str = None, results_dir: Path = None) -> Path:
     """Where a machine's profile lives (this machine's by default)."""
-    return settings.results_dir() / (machine_id or devices.fingerprint()["machine_id"]) / SUBFOLDER / FILE_NAME
+    folder = results_dir or settings.results_dir()
+    return folder / (machine_id or devices.fingerprint()["machine_id"]) / SUBFOLDER / FILE_NAME
 
 
 def save(profile: dict) -> Path:
@@ -153,21 +154,22 @@ def load(machine_id: str = None) -> dict | None:
     """A machine's profile (this machine's by default); None when it has none, or (with a warning naming the
     file) when its file is malformed."""
     target = path(machine_id)
-    return _read(target) if target.exists() else None
+    return read(target) if target.exists() else None
 
 
-def all() -> dict[str, dict]:  # shadows the builtin inside this module, which does not use it
+def all(results_dir: Path = None) -> dict[str, dict]:  # shadows the builtin inside this module, which does not use it
     """Every readable profile under the results folder, by machine id; malformed files are skipped with a
     warning naming them."""
     found = {}
-    for target in sorted(settings.results_dir().glob(f"*/{SUBFOLDER}/{FILE_NAME}")):
-        profile = _read(target)
+    for target in sorted((results_dir or settings.results_dir()).glob(f"*/{SUBFOLDER}/{FILE_NAME}")):
+        profile = read(target)
         if profile is not None:
             found[profile["machine_id"]] = profile
     return found
 
 
-def _read(target: Path) -> dict | None:
+def read(target: Path) -> dict | None:
+    """The profile in `target`, or None with a warning naming the file and what is wrong with it."""
     try:  # read like a record: a regular file only, never through a link, never blocking on a pipe
         profile = json.loads(results.read_regular_file(target)[0], parse_constant=_refuse_constant)
         validate(profile)

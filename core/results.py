@@ -169,14 +169,20 @@ def read_record(path: Path) -> dict:
     """One record, or ValueError saying why the file is not a Crossover record: not a regular file (a
     symbolic link is never followed, a pipe never waited on), over MAX_RECORD_BYTES, gone, not JSON, or
     failing its schema (the field named)."""
-    text, version = read_regular_file(Path(path))
+    return parse_record(*read_regular_file(Path(path)))
+
+
+def parse_record(text: bytes, version: tuple | None = None) -> dict:
+    """A record from its bytes, or ValueError saying why they are not one: not JSON, not a Crossover record
+    of a readable schema, or failing its schema (the field named). `version` (a file's, from
+    read_regular_file) lets a file unchanged since its last check skip the schema check."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as e:  # ValueError: bad JSON, bad UTF-8, an int too long to read
         raise ValueError(f"not JSON ({e})") from None
     if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
         raise ValueError(f"not a Crossover record of schema {' or '.join(map(str, READABLE_SCHEMAS))}")
-    problem = _schema_problem(data, version)
+    problem = record_schema.problem(data, data["schema"]) if version is None else _schema_problem(data, version)
     if problem:
         raise ValueError(f"field {problem}")
     return data
@@ -265,7 +271,10 @@ def load_records(results_dir: Path = None) -> list[dict]:
         except ValueError as e:
             warnings.warn(f"skipping {path}: {e}", stacklevel=2)
             continue
-        if record["status"] == "running" and record["run_id"] != active:
+        machine = path.parent.name
+        if record["status"] == "running" and machine not in active:
+            active[machine] = (runlock.holder(folder, machine) or {}).get("run_id")
+        if record["status"] == "running" and record["run_id"] != active[machine]:
             record["status"] = "partial"
         records.append(record)
     return records

@@ -3,7 +3,8 @@ import warnings
 import pandas as pd
 import streamlit as st
 
-from core import devices, profiles, results, settings
+from core import bundles, devices, profiles, results, settings
+from core.params import ConfigError
 from ui import data
 from ui.router import require_router
 
@@ -66,3 +67,52 @@ if runs.empty:
     st.info("No runs recorded yet.")
 else:
     st.dataframe(runs.sort_values("started", ascending=False), hide_index=True)
+
+
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'s' * (number != 1)}"
+
+
+st.subheader("Share these results")
+st.markdown("A bundle carries records and their machines' calibrated profiles to another Crossover, which checks "
+            "every record before it merges them (`python -m core import FILE` there"
+            + ("" if settings.read_only() else ", or the upload below") + "). Profiler traces stay behind.")
+machine_ids = sorted({r["machine_id"] for r in records} | set(calibrated))
+if machine_ids:
+    picked = st.selectbox("Machine", [None, *machine_ids], format_func=lambda m: "every machine" if m is None else
+                          f"{m} ({devices.label(fingerprints[m])})")
+    try:
+        bundle, exported = bundles.export_bytes([picked] if picked else None)
+    except ConfigError as e:
+        st.info(f"Nothing to bundle: {e}")
+    else:
+        st.download_button(f"Download the bundle ({_count(exported.records, 'run')}, "
+                           f"{_count(exported.profiles, 'profile')}, {exported.bytes / 1e3:,.0f} kB)", bundle, mime="application/gzip",
+                           file_name=f"crossover-{picked or 'all'}.tar.gz", on_click="ignore")
+UPLOAD, IMPORTED = "crossover-bundle-upload", "crossover-bundle-imported"
+
+
+def _import_upload() -> None:
+    """Import the bundle once, when it is uploaded (not at every rerun while the file stays in the widget)."""
+    upload = st.session_state.get(UPLOAD)
+    if upload is None:
+        return
+    try:
+        imported = bundles.import_bundle(upload.getvalue())
+    except bundles.BundleError as e:
+        st.session_state[IMPORTED] = (st.error, f"{upload.name} was not imported: {e}")
+    else:
+        say = st.warning if imported.refused else st.success
+        st.session_state[IMPORTED] = (say, f"{upload.name}: " + imported.text().replace("\n", "  \n"))
+
+
+if not settings.read_only():
+    st.file_uploader("Bring in a bundle from another machine", type=["gz"], key=UPLOAD, on_change=_import_upload,
+                     max_upload_size=bundles.MAX_BUNDLE_BYTES // 2**20,
+                     help="A file written by `python -m core export` or downloaded above; at most "
+                          f"{bundles.MAX_BUNDLE_BYTES // 2**20} MB.")
+    if IMPORTED in st.session_state:
+        say, text = st.session_state[IMPORTED]
+        say(text)

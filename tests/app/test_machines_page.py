@@ -66,3 +66,29 @@ def test_read_only_hides_the_command(results_dir, monkeypatch):
     assert not at.exception
     text = page_text(at)
     assert "not calibrated" in text and "python -m core calibrate" not in text
+
+
+def test_the_page_offers_a_bundle_and_imports_an_uploaded_one(results_dir, tmp_path, monkeypatch):
+    import shutil
+    from core import bundles
+    shipped = settings.APP_ROOT / "results"
+    machine = next(p.name for p in shipped.iterdir() if p.is_dir())
+    source = tmp_path / "source" / machine
+    source.mkdir(parents=True)
+    shutil.copy(next(shipped.glob(f"{machine}/matmul-*.json")), source)
+    data, _ = bundles.export_bytes(results_dir=source.parent)
+    at = render("pages/machines.py")
+    assert not at.exception and not at.download_button  # nothing to bundle yet
+    at.file_uploader[0].set_value(("from-the-lab.tar.gz", data, "application/gzip")).run()
+    assert not at.exception
+    assert at.success[0].value.startswith("from-the-lab.tar.gz: added 1, skipped 0, refused 0")
+    assert "matmul" in at.dataframe[-1].value["experiment"].tolist()  # the runs table shows the imported run
+    assert at.download_button[0].label.startswith("Download the bundle (1 run, 0 profiles")
+
+
+def test_a_read_only_view_offers_the_download_but_no_upload(shipped_results, monkeypatch):
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    at = render("pages/machines.py")
+    assert not at.exception
+    assert at.download_button and not at.file_uploader
+    assert "the upload below" not in page_text(at)
