@@ -3,7 +3,7 @@ import warnings
 import pandas as pd
 import streamlit as st
 
-from core import bundles, devices, profiles, results, settings
+from core import bundles, devices, machines, profiles, results, settings
 from core.params import ConfigError
 from ui import data
 from ui.router import require_router
@@ -19,24 +19,16 @@ st.markdown("Every machine with results or a calibrated profile in the results f
 
 here = devices.fingerprint()["machine_id"]
 records = data.records()
-fingerprints = {r["machine_id"]: r["fingerprint"] for r in sorted(records, key=lambda r: r.get("started") or "")}
-fingerprints.setdefault(here, devices.fingerprint())
 with warnings.catch_warnings(record=True) as skipped:
     warnings.simplefilter("always")
     calibrated = profiles.all()
 for warning in skipped:
     st.warning(str(warning.message), icon="⚠️")
-for mid, profile in calibrated.items():
-    fingerprints.setdefault(mid, profile["fingerprint"])
-machines = pd.DataFrame([{
-    host: mid == here, "machine id": mid, "CPU": fp["cpu_model"],
-    "physical / logical cores": f"{fp.get('cpu_physical_cores', '?')} / {fp['cpu_logical_cores']}",
-    "torch threads": fp.get("torch_threads"), "memory (GiB)": fp.get("memory_gib"), "OS": fp.get("os"),
-    "GPUs": ", ".join(f"{g['name']} ({g.get('memory_gib', '?')} GiB, cc {g.get('compute_capability', '?')}, "
-                      f"driver {g.get('cuda_driver', '?')})" for g in fp.get("gpus", [])) or "none",
-    "python": fp.get("python"), "torch": fp.get("torch"), "CUDA": fp.get("cuda"), "cuDNN": fp.get("cudnn"),
-} for mid, fp in fingerprints.items()])
-st.dataframe(machines, hide_index=True)
+fingerprints = machines.fingerprints(records, calibrated)
+fingerprints.setdefault(here, devices.fingerprint())
+machine_table = machines.table(fingerprints)
+machine_table.insert(0, host, machine_table["machine id"] == here)
+st.dataframe(machine_table, hide_index=True)
 
 st.subheader("Calibrated profiles")
 st.markdown("What each machine's calibration measured: the host's cost per eager operation and per "

@@ -1,6 +1,6 @@
 import streamlit as st
 
-from core import devices, experiments, overview, settings
+from core import devices, experiments, overview, report, settings
 from core.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
 from core.charts import ratio_dots
 from ui import data
@@ -117,8 +117,18 @@ for name in without_page():
     st.error(f"The experiment '{name}' is registered but has no page, so it is not in the navigation: add "
              f"`pages/{page_file(name).name}` holding `experiment_page(\"{name}\")`, as every other page does.")
 
+def take_it_with_you() -> None:
+    st.subheader("Take it with you")
+    st.download_button("Download the offline report (one HTML file)", report.build, file_name="crossover-report.html",
+                       mime="text/html", on_click="ignore", icon=":material/download:")
+    st.caption("One file that opens in any browser with no network: the verdicts, every experiment's charts with "
+               "the runs behind them, and the machines. It is built when you click (it takes a few seconds); "
+               "`python -m core report -o report.html` writes the same file.")
+
+
 matrix, headline = _figures(_key(records), records)
 experiment_links(matrix)
 headline_chart(headline)
 verdict_matrix(matrix)
 machines_with_results(records)
+take_it_with_you()

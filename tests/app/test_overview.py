@@ -68,3 +68,14 @@ def test_a_read_only_view_calls_the_machine_with_results_this_server(results_dir
     assert not at.exception
     assert f"CPU of {here} (8 threads) / no GPU (this server)" in matrix_text(at).splitlines()[0]
     assert f"CPU of {here} (8 threads) / no GPU (this server)" in set(at.dataframe[0].value["Machine"])
+
+
+def test_the_offline_report_is_offered_and_built_only_when_asked(results_dir, monkeypatch):
+    from core import report
+    built = []
+    monkeypatch.setattr(report, "build", lambda: built.append(1) or "<html></html>")
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")  # a visitor of the read-only view may take it too
+    at = overview_page()
+    assert not at.exception
+    [button] = [b for b in at.download_button if b.label.startswith("Download the offline report")]
+    assert not built  # the page's first paint never waits for the report
