@@ -26,6 +26,7 @@ def navigation():
         "Crossover": [st.Page(PAGES / "overview.py", title="Overview", default=True)],
         "Experiments": experiment_pages,
         "Results": [st.Page(PAGES / "machines.py", title="Machines", url_path="machines"),
+                    st.Page(PAGES / "compare.py", title="Side by side", url_path="compare"),
                     st.Page(PAGES / "predictions.py", title="Predictions", url_path="predictions")],
     })
     st.session_state[CURRENT_PAGE] = page.url_path  # the sidebar's default GPU follows the page
