@@ -13,7 +13,7 @@ from tests.browser import test_served_app as served
 pytestmark = served.pytestmark
 page = served.page  # the headless Chromium page, as the other browser tests have it
 WAIT_MS = served.WAIT_MS
-PAGES = ["", "cnn", "tabnet", "mlp_surface", "iris", "jacobian", "matmul", "machines", "predictions"]
+PAGES = ["", "cnn", "tabnet", "mlp_surface", "iris", "jacobian", "matmul", "machines", "compare", "predictions"]
 ERRORS = "[data-testid='stException'], [data-testid='stAlertContentError']"
 
 

@@ -9,7 +9,7 @@ from tests.browser import test_served_app as served
 pytestmark = served.pytestmark
 serve, page = served.serve, served.page  # the served app and the browser, as test_served_app has them
 
-PAGES = ["", *experiments.registry(), "machines", "predictions"]  # "" is the overview
+PAGES = ["", *experiments.registry(), "machines", "compare", "predictions"]  # "" is the overview
 RERUN_HEADING = re.compile(r"rerun|run it again", re.IGNORECASE)
 
 
