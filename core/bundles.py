@@ -96,20 +96,29 @@ def export_bytes(machines: list[str] | None = None, experiment_names: list[str] 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # what the loaders skip is not exported; the pages say why
         records, calibrated = results.load_records(folder), profiles.all(folder)
+    chosen, chosen_profiles = selection(records, calibrated, machines, experiment_names)
+    members = {f"records/{r['machine_id']}/{r['run_id']}.json": ("record", _json_bytes(r)) for r in chosen}
+    members |= {f"profiles/{mid}.json": ("profile", _json_bytes(p)) for mid, p in chosen_profiles.items()}
+    if not members:
+        raise ConfigError("--experiment" if experiment_names else "--machine",
+                          "nothing to export: no finished record matches" + ("" if records else
+                                                                              f" (the results folder {folder} holds none)"))
+    data = _pack(members)
+    return data, Exported(len(chosen), len(chosen_profiles), len(data))
+
+
+def selection(records: list[dict], calibrated: dict[str, dict], machines: list[str] | None = None,
+              experiment_names: list[str] | None = None) -> tuple[list[dict], dict[str, dict]]:
+    """The records a bundle of this choice holds (every finished one of the machines and experiments chosen)
+    and the profiles (of the machines chosen, else of the machines of those records; all without a choice).
+    ConfigError naming `--machine` or `--experiment` for a name not found."""
     _check_choice("--machine", machines, {r["machine_id"] for r in records} | set(calibrated))
     _check_choice("--experiment", experiment_names, set(experiments.registry()) | {r["experiment"] for r in records})
     chosen = [r for r in records if r["status"] != "running"
               and (not machines or r["machine_id"] in machines)
               and (not experiment_names or r["experiment"] in experiment_names)]
     wanted = {r["machine_id"] for r in chosen} | (set() if experiment_names else set(machines or calibrated))
-    members = {f"records/{r['machine_id']}/{r['run_id']}.json": ("record", _json_bytes(r)) for r in chosen}
-    members |= {f"profiles/{mid}.json": ("profile", _json_bytes(p)) for mid, p in calibrated.items() if mid in wanted}
-    if not members:
-        raise ConfigError("--experiment" if experiment_names else "--machine",
-                          "nothing to export: no finished record matches" + ("" if records else
-                                                                              f" (the results folder {folder} holds none)"))
-    data = _pack(members)
-    return data, Exported(len(chosen), len(members) - len(chosen), len(data))
+    return chosen, {mid: p for mid, p in calibrated.items() if mid in wanted}
 
 
 def export(output: Path | BinaryIO, machines: list[str] | None = None, experiment_names: list[str] | None = None,

@@ -4,7 +4,6 @@ import pandas as pd
 import streamlit as st
 
 from core import bundles, devices, machines, profiles, results, settings
-from core.params import ConfigError
 from ui import data
 from ui.router import require_router
 
@@ -74,15 +73,18 @@ st.markdown("A bundle carries records and their machines' calibrated profiles to
 machine_ids = sorted({r["machine_id"] for r in records} | set(calibrated))
 if machine_ids:
     picked = st.selectbox("Machine", [None, *machine_ids], format_func=lambda m: "every machine" if m is None else
-                          f"{m} ({devices.label(fingerprints[m])})")
-    try:
-        bundle, exported = bundles.export_bytes([picked] if picked else None)
-    except ConfigError as e:
-        st.info(f"Nothing to bundle: {e}")
+                          machines.label(m, fingerprints[m]))
+    chosen = [picked] if picked else None
+    runs_in, profiles_in = bundles.selection(records, calibrated, chosen)
+    if runs_in or profiles_in:  # built when clicked: packing every record takes seconds
+        st.download_button(f"Download the bundle ({_count(len(runs_in), 'run')}, {_count(len(profiles_in), 'profile')})",
+                           lambda: bundles.export_bytes(chosen)[0], mime="application/gzip",
+                           file_name=f"crossover-{picked or 'all'}.tar.gz", on_click="ignore",
+                           icon=":material/download:")
     else:
-        st.download_button(f"Download the bundle ({_count(exported.records, 'run')}, "
-                           f"{_count(exported.profiles, 'profile')}, {exported.bytes / 1e3:,.0f} kB)", bundle, mime="application/gzip",
-                           file_name=f"crossover-{picked or 'all'}.tar.gz", on_click="ignore")
+        st.info("Nothing to bundle yet: no finished run" + (" of this machine." if picked else "."))
+
+
 UPLOAD, IMPORTED = "crossover-bundle-upload", "crossover-bundle-imported"
 
 
