@@ -20,7 +20,6 @@ import json
 import os
 import re
 import tarfile
-import tempfile
 import warnings
 import zlib
 from dataclasses import dataclass, field
@@ -133,11 +132,7 @@ def export(output: Path | BinaryIO, machines: list[str] | None = None, experimen
     if target.is_dir():
         raise ConfigError("--output", f"{target} is a folder; name the bundle file to write")
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a bundle is made to be passed on
-        os.replace(tmp, target)
+        results.replace_atomic(target, data)
     except OSError as e:
         raise ConfigError("--output", f"cannot write {target}: {e.strerror or e}") from None
     return exported

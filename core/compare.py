@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import altair as alt
 import pandas as pd
 
-from core import devices, results, runs
+from core import devices, results, runs, versions
 from core.charts import category_dots, measured
 from core.tables import seconds_text, value_text
 
@@ -130,19 +130,12 @@ FIELDS = {
 }
 
 
-def _code(record: dict) -> str:
-    code = record.get("code_version") or {}
-    if "commit" in code:
-        return code["commit"][:10] + (" with local changes" if code.get("dirty") else "")
-    return f"package {code.get('package', 'unknown')}"
-
-
 def _values(side: Side) -> dict[str, str]:
     """Each field's value on a side; where its runs differ (a torch upgraded between runs), every value."""
     found = {name: [get(r["fingerprint"]) for r in side.records] for name, get in FIELDS.items()}
     found["torch threads used"] = [int(t) for r in side.records for t in
                                    {row.get("torch_threads") for row in r["rows"]} if t is not None]
-    found["code version"] = [_code(r) for r in side.records]
+    found["code version"] = [versions.code_text(r.get("code_version") or {}) for r in side.records]
     return {name: " / ".join(map(str, dict.fromkeys(values))) or "—" for name, values in found.items()}
 
 

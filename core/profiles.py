@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jsonschema
 
-from core import devices, results, settings
+from core import devices, results, settings, versions
 
 SCHEMA_VERSION = 1
 SUBFOLDER = "calibration"
@@ -228,7 +228,4 @@ def busy_note(profile: dict) -> str | None:
 
 def code_text(profile: dict) -> str:
     """The code version that took a profile, in a few characters: a commit (and whether it was dirty)."""
-    code = profile["code_version"]
-    if code.get("commit"):
-        return code["commit"][:10] + (" (uncommitted changes)" if code.get("dirty") else "")
-    return code.get("package", "unknown")
+    return versions.code_text(profile["code_version"])

@@ -7,8 +7,6 @@ after them: the file fetches nothing. Text from records, about.md and the publis
 markdown-it with raw HTML off, so a record can never inject markup."""
 import html
 import json
-import os
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -60,11 +58,7 @@ def write(path: Path) -> Written:
         raise ConfigError("--output", f"{target.parent} is not a folder")
     document = build().encode()
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(document)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
+        results.replace_atomic(target, document)
     except OSError as e:
         raise ConfigError("--output", f"cannot write {target}: {e.strerror or e}") from None
     return Written(target, len(document), time.perf_counter() - started)
@@ -135,9 +129,7 @@ def _chart(chart, charts: list[dict], runs_shown: str = "") -> str:
 
 
 def _header(records: list[dict]) -> str:
-    code = versions.code_version()
-    made_by = (f"commit {code['commit'][:10]}{' with local changes' if code.get('dirty') else ''}"
-               if "commit" in code else f"version {code.get('package')}")
+    made_by = versions.code_text(versions.code_version())
     machine_count = len({r["machine_id"] for r in records})
     notice = ("" if overview.gpu_measured(records) else
               "<p class=\"note\">No GPU has measured anything yet: every GPU figure here is published or predicted.</p>")

@@ -59,10 +59,16 @@ def check_run_id(run_id: str) -> str:
 def write_atomic(path: Path, data: dict) -> None:
     """Write JSON to a temporary file beside `path`, then rename it over `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    replace_atomic(path, json.dumps(data, indent=1, default=_jsonable).encode())
+
+
+def replace_atomic(path: Path, content: bytes) -> None:
+    """Write `content` to a temporary file beside `path` (in an existing folder), then rename it over `path`:
+    a reader sees the old file or the new one, never part of one."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, default=_jsonable)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; a hosted, read-only view may run as another user

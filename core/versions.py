@@ -23,6 +23,13 @@ def code_version() -> dict:
         return {"package": __version__}
 
 
+def code_text(code: dict) -> str:
+    """A code version in a few characters: the commit (and whether it had uncommitted changes), else the package."""
+    if code.get("commit"):
+        return code["commit"][:10] + (" (uncommitted changes)" if code.get("dirty") else "")
+    return f"package {code.get('package', 'unknown')}"
+
+
 def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=settings.APP_ROOT, capture_output=True, text=True, check=True,
                           timeout=10).stdout.strip()
