@@ -59,12 +59,36 @@ def check_run_id(run_id: str) -> str:
 def write_atomic(path: Path, data: dict) -> None:
     """Write JSON to a temporary file beside `path`, then rename it over `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    replace_atomic(path, json.dumps(data, indent=1, default=_jsonable).encode())
+    replace_atomic(path, _json_bytes(data))
+
+
+def _json_bytes(data: dict) -> bytes:
+    return json.dumps(data, indent=1, default=_jsonable).encode()
 
 
 def replace_atomic(path: Path, content: bytes) -> None:
-    """Write `content` to a temporary file beside `path` (in an existing folder), then rename it over `path`:
-    a reader sees the old file or the new one, never part of one."""
+    """Write `content` beside `path` (in an existing folder), then rename it over `path`: a reader sees the
+    old file or the new one, never part of one."""
+    tmp = _written_beside(path, content)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def create_atomic(path: Path, content: bytes) -> None:
+    """Like replace_atomic, but only where nothing (not even a symbolic link) is at `path`, else
+    FileExistsError: the file appears whole, so a process killed meanwhile never leaves an empty one."""
+    tmp = _written_beside(path, content)
+    try:
+        os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _written_beside(path: Path, content: bytes) -> Path:
+    """A temporary file beside `path` holding `content`, on disk."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -72,10 +96,10 @@ def replace_atomic(path: Path, content: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; a hosted, read-only view may run as another user
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
 
 
 def remove_leftovers(folder: Path, older_than_s: float = LEFTOVER_AGE_S) -> list[Path]:
@@ -134,17 +158,12 @@ class RecordWriter:
                                         "points in a run (a record holds no more)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         remove_leftovers(self.path.parent)
-        try:  # claimed exclusively (and never through a symbolic link); rewritten atomically from here on
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+        self.record["planned_points"] = planned_points
+        try:  # created whole and exclusively (never through a symbolic link); rewritten atomically from here on
+            create_atomic(self.path, _json_bytes(self.record))
         except FileExistsError:
             raise ConfigError("run-id", f"a record of run {shown(self.record['run_id'])} already exists "
                                         f"({self.path}); a record is never overwritten: use another run id") from None
-        self.record["planned_points"] = planned_points
-        try:
-            write_atomic(self.path, self.record)
-        except BaseException:
-            self.path.unlink(missing_ok=True)
-            raise
 
     def add(self, row: dict) -> None:
         """Append a row; a parameter or metric named like a column of the rows frame, or a metric named
