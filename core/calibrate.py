@@ -22,12 +22,17 @@ FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
 LOADER_BATCH = 64
 LOADER_FEATURES = 16
-TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's training step: Linear, ReLU, Linear
+CHAIN_OPS = 32  # recording adds in the op-overhead probe's chain
+OPTIMIZER_PARAMS = (2, 16)  # parameter tensors of the optimiser probe's two steps
+OPTIMIZER_PARAM_ELEMENTS = 16
+SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors
+MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 
 
 @dataclass(frozen=True)
 class Effort:
-    """How hard to look: each timing's repeats and block length (micro), the sizes of the sized fields,
+    """How hard to look: each timing's repeats and block length (micro), the sizes of the sized fields
+    (the elementwise ones SMALL_ELEMENTWISE below the large tensors),
     the samples per DataLoader pass (batch 1, batched), the bytes of the large tensors per device kind,
     the nodes of the replayed graph and the kernels queued back to back."""
     repeats: int
@@ -41,10 +46,10 @@ class Effort:
     queued_kernels: int
 
 
-FULL = Effort(repeats=7, block_seconds=0.03, matmul_sizes=(64, 256, 1024), conv1d_lengths=(16, 256, 2048),
+FULL = Effort(repeats=7, block_seconds=0.03, matmul_sizes=(16, 32, 64, 256, 1024), conv1d_lengths=(16, 256, 2048),
               conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), large_bytes={"cpu": 2**26, "cuda": 2**28},
               graph_nodes=200, queued_kernels=500)
-QUICK = Effort(repeats=3, block_seconds=0.005, matmul_sizes=(64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
+QUICK = Effort(repeats=3, block_seconds=0.005, matmul_sizes=(16, 64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
                loader_samples=(64, 1024), large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
                queued_kernels=50)
 CALIBRATED_KINDS = ("cpu", "cuda")
@@ -60,12 +65,29 @@ def _host_only(device: str) -> None:
     """The sync of a clock that does not wait for the device: it reads the host's own time."""
 
 
+def _work_seconds(fn: Callable[[], object], device: str, effort: Effort) -> float:
+    """Seconds of the work in a call of `fn`: on the CPU its time less its operations' dispatch at the bare op
+    figure (the cost model counts that as host time), never below MIN_WORK_SHARE of the call; on a GPU
+    the whole call, which waits for the device."""
+    seconds = _seconds(fn, device, effort)
+    if devices.kind(device) != "cpu":
+        return seconds
+    fn()
+    dispatch = census.of(fn, device).summary()["operations"] * _bare_op_seconds(device, effort)
+    return max(seconds - dispatch, MIN_WORK_SHARE * seconds)
+
+
+def _bare_op_seconds(device: str, effort: Effort) -> float:
+    a, b = torch.ones(1), torch.ones(1)
+    return _seconds(lambda: torch.add(a, b), device, effort)
+
+
 def _flop_rate(fn: Callable[[], object], device: str, effort: Effort) -> float:
-    """FLOP/s of `fn`, its FLOPs counted by torch.utils.flop_counter."""
+    """FLOP/s of `fn`'s work, its FLOPs counted by torch.utils.flop_counter."""
     with torch.no_grad():
         with FlopCounterMode(display=False) as counter:
             fn()
-        return counter.get_total_flops() / _seconds(fn, device, effort)
+        return counter.get_total_flops() / _work_seconds(fn, device, effort)
 
 
 # Host probes (the CPU only).
@@ -74,29 +96,43 @@ def op_overhead(device: str, effort: Effort) -> dict:
     a, b = (torch.ones(1, requires_grad=True) for _ in range(2))
     with torch.no_grad():
         bare = _seconds(lambda: torch.add(a, b), device, effort)
-    return {"op_overhead_autograd": _recording_op_seconds(bare, device, effort), "op_overhead_no_grad": bare}
+
+    def chain():
+        x = a
+        for _ in range(CHAIN_OPS):
+            x = torch.add(x, b)
+        x.backward()
+    return {"op_overhead_autograd": _per_op_beyond(chain, bare, lambda op: op["autograd"], device, effort),
+            "op_overhead_no_grad": bare}
 
 
-def _recording_op_seconds(bare: float, device: str, effort: Effort) -> float:
-    """Host seconds per autograd-recording operation of a small training step (TRAINING_MLP): the step's time
-    less its other operations at the bare figure, over its recording ones. What a bare op leaves out (module
-    calls, building the graph, starting backward, the optimiser's Python) lands on the operations a model's
-    forward issues, which is where a census finds it again."""
-    sizes = TRAINING_MLP
-    model = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(), torch.nn.Linear(sizes[1], sizes[2]))
-    x, y = torch.randn(TRAINING_BATCH, sizes[0]), torch.randn(TRAINING_BATCH, sizes[2])
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+def _per_op_beyond(fn: Callable[[], object], bare: float, counted: Callable[[dict], bool], device: str,
+                   effort: Effort) -> float:
+    """Host seconds per operation of `fn` that `counted` picks (from the census's "ops"): its time less its
+    other operations at the bare figure, over the picked ones; at least the bare figure."""
+    fn()
+    found = census.of(fn, device).summary()
+    picked = sum(op["calls"] for op in found["ops"] if counted(op))
+    return max((_seconds(fn, device, effort) - (found["operations"] - picked) * bare) / picked, bare)
 
-    def step():
-        optimizer.zero_grad()
-        torch.nn.functional.mse_loss(model(x), y).backward()
+
+def python_costs(device: str, effort: Effort) -> dict:
+    """The host's Python that no operation shows: a module call, and an optimiser step's fixed part and
+    its part per op, from a line through two steps of Adam (one tensor at a time) over few and many
+    parameters."""
+    identity, x = torch.nn.Identity(), torch.ones(1)
+    steps = []
+    for count in OPTIMIZER_PARAMS:
+        params = [torch.zeros(OPTIMIZER_PARAM_ELEMENTS, requires_grad=True) for _ in range(count)]
+        for p in params:
+            p.grad = torch.ones_like(p)
+        optimizer = torch.optim.Adam(params, foreach=False)
         optimizer.step()
-    step()
-    counted = census.of(step, device).summary()
-    recording = sum(op["calls"] for op in counted["ops"] if op["autograd"])
-    others = counted["operations"] - recording
-    steps = timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds)
-    return max((min(steps.samples) - others * bare) / recording, bare)  # longer: a step is ~100x a bare op
+        steps.append((census.of(optimizer.step, device).summary()["operations"], _seconds(optimizer.step, device, effort)))
+    (few_ops, few_s), (many_ops, many_s) = steps
+    per_op = max((many_s - few_s) / (many_ops - few_ops), _seconds(lambda: torch.add(x, x), device, effort))
+    return {"module_call": _seconds(lambda: identity(x), device, effort),
+            "optimizer_step": max(few_s - few_ops * per_op, 0.0), "optimizer_op_overhead": per_op}
 
 
 def loader_cost(device: str, effort: Effort) -> dict:
@@ -140,14 +176,16 @@ def _training_flop_rate(fn: Callable[[], object], device: str, effort: Effort) -
     and small ones far below the large ones' rate, so the rate a training step sees is measured whole."""
     with FlopCounterMode(display=False) as counter:
         fn()
-    return counter.get_total_flops() / _seconds(fn, device, effort)
+    return counter.get_total_flops() / _work_seconds(fn, device, effort)
 
 
 def elementwise_rate(device: str, effort: Effort) -> dict:
-    elements = effort.large_bytes[devices.kind(device)] // FLOAT_BYTES
-    a, b, out = (torch.rand(elements, device=device) for _ in range(3))
-    per_second = elements / _seconds(lambda: torch.add(a, b, out=out), device, effort)
-    return {"elementwise_rate": per_second, "elementwise_flops": per_second}  # one FLOP per output element
+    largest = effort.large_bytes[devices.kind(device)] // FLOAT_BYTES
+    rates = {}
+    for elements in (*(n for n in SMALL_ELEMENTWISE if n < largest), largest):
+        a, b = (torch.rand(elements, device=device) for _ in range(2))
+        rates[str(elements)] = elements / _work_seconds(lambda: torch.add(a, b), device, effort)
+    return {"elementwise_rate": rates, "elementwise_flops": rates[str(largest)]}  # one FLOP per output element
 
 
 def memory_bandwidth(device: str, effort: Effort) -> dict:
@@ -223,6 +261,7 @@ class Probe:
 
 PROBES = (
     Probe("op overhead", profiles.HOST, op_overhead),
+    Probe("Python", profiles.HOST, python_costs),
     Probe("DataLoader", profiles.HOST, loader_cost),
     Probe("matmul", profiles.EVERY, matmul_rate),
     Probe("convolutions", profiles.EVERY, conv_rate),

@@ -36,10 +36,16 @@ The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader"
 - autograd: grad mode is on and an input requires grad when the operation is called (autograd records it).
 - phase, from the `record_function` ranges the mode sees as `profiler._record_function_enter_new` and
   `_record_function_exit` operations (matched by their handle; ranges nest): inside a DataLoader's
-  `__next__` range "loading", inside `graphs.REPLAY_RANGE` "graph", else "step". A `__next__` range in
+  `__next__` range "loading", inside `graphs.REPLAY_RANGE` "graph", inside an optimiser's step range
+  (`Optimizer.step#Adam.step`, which torch.optim opens around every step) "optimizer", else "step"; a
+  range inside a loading or graph one keeps its phase (a step replayed as a graph runs no Python). A
+  `__next__` range in
   which the default collate stacked samples (`aten.stack`) is one loader batch of as many samples as the
   largest list stacked; the `__next__` that ends the iteration stacks nothing, and a loader whose workers
   collate (num_workers > 0) does its loading in other processes, unseen.
+- Python the operations do not show: each stretch counts the optimiser steps begun in phase "step" and
+  the module calls (`nn.Module.__call__`, seen by a global forward pre-hook while the census is active)
+  made in phase "step"; `model.forward(x)` is no module call, the submodules it calls are.
 - stretches: a sample's operations in order (those of the laps it names, in the order they ran), cut after
   every call that synchronises; identical stretches are kept once with how often they occur."""
 from dataclasses import dataclass
@@ -74,8 +80,9 @@ COPIES = {aten._to_copy, aten.copy_, aten._copy_from, aten._copy_from_and_resize
 H2D, D2H, D2D = "h2d", "d2h", "d2d"
 SYNC = "sync"
 FRESH, IN_PLACE = "fresh", "in place"
-STEP, LOADING, GRAPH = "step", "loading", "graph"  # phases
+STEP, LOADING, GRAPH, OPTIMIZER = "step", "loading", "graph", "optimizer"  # phases
 LOADER_RANGE = ("enumerate(DataLoader)#", ".__next__")  # a DataLoader iterator's __next__: its name's start, end
+OPTIMIZER_RANGE = "Optimizer.step#"  # torch.optim's range around a step: its name's start
 
 
 def _any_bool_index(args, kwargs) -> bool:
@@ -315,13 +322,13 @@ UNSEEN = object()  # an overload whose kind is not worked out yet
 
 class _Stretch:
     """Operations run one after another with no synchronisation between them: the calls per operation id,
-    and the loader batches (with their samples) and graph replays among them. `sync`: its last call waits
-    for the device."""
-    __slots__ = ("calls", "batches", "samples", "replays", "sync")
+    and the loader batches (with their samples), graph replays, module calls and optimiser steps among them.
+    `sync`: its last call waits for the device."""
+    __slots__ = ("calls", "batches", "samples", "replays", "modules", "steps", "sync")
 
     def __init__(self):
         self.calls: dict[int, int] = {}
-        self.batches = self.samples = self.replays = 0
+        self.batches = self.samples = self.replays = self.modules = self.steps = 0
         self.sync = False
 
     def extend(self, other: "_Stretch") -> None:
@@ -330,13 +337,16 @@ class _Stretch:
         self.batches += other.batches
         self.samples += other.samples
         self.replays += other.replays
+        self.modules += other.modules
+        self.steps += other.steps
 
     def empty(self) -> bool:
-        return not (self.calls or self.batches or self.replays)
+        return not (self.calls or self.batches or self.replays or self.modules or self.steps)
 
     def key(self, sync: bool) -> tuple:
         """What makes two stretches the same."""
-        return tuple(sorted(self.calls.items())), sync, self.batches, self.samples, self.replays
+        return (tuple(sorted(self.calls.items())), sync, self.batches, self.samples, self.replays, self.modules,
+                self.steps)
 
 
 class Census(TorchDispatchMode):
@@ -368,6 +378,19 @@ class Census(TorchDispatchMode):
         self._ranges: list[tuple[int, str, bool]] = []  # open ranges: handle, the phase outside, a loader batch
         self._phase = STEP
         self._batch: int | None = None  # the samples of the loader batch being fetched: the largest stack
+        self._module_hook = None
+
+    def __enter__(self):
+        self._module_hook = torch.nn.modules.module.register_module_forward_pre_hook(self._module_called)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        self._module_hook.remove()
+        return super().__exit__(*exc)
+
+    def _module_called(self, module, args) -> None:
+        if self._lap is not None and self._phase is STEP:
+            self._piece.modules += 1
 
     # -- the listener ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -429,6 +452,10 @@ class Census(TorchDispatchMode):
                 self._phase = GRAPH
                 if self._lap is not None:
                     self._piece.replays += 1
+            elif name.startswith(OPTIMIZER_RANGE) and self._phase is STEP:
+                self._phase = OPTIMIZER
+                if self._lap is not None:
+                    self._piece.steps += 1
         elif packet is RANGE_EXIT:
             handle = hash(args[0])
             for depth in range(len(self._ranges) - 1, -1, -1):
@@ -552,10 +579,12 @@ class Census(TorchDispatchMode):
                 "sync": self._syncs(where, event),
             })
         stretches, batches, loaded, replays = [], 0, 0, 0
-        for (content, sync, stretch_batches, stretch_samples, stretch_replays), times in self.stretches.items():
+        for key, times in self.stretches.items():
+            content, sync, stretch_batches, stretch_samples, stretch_replays, modules, steps = key
             stretches.append({"ops": [[index[ident], calls] for ident, calls in content],
                               "times": per_sample(times, samples), "sync": sync, "loader_batches": stretch_batches,
-                              "loader_samples": stretch_samples, "graph_replays": stretch_replays})
+                              "loader_samples": stretch_samples, "graph_replays": stretch_replays,
+                              "module_calls": modules, "optimizer_steps": steps})
             batches += stretch_batches * times
             loaded += stretch_samples * times
             replays += stretch_replays * times

@@ -7,12 +7,15 @@ operation's FLOPs per call.
 
 The rules on a GPU target, per operation call:
 - host: every operation outside a DataLoader fetch (phase loading) and a graph replay (phase graph)
-  costs the host's op_overhead_autograd when it records autograd, else op_overhead_no_grad. An operation
-  outside them that does work on the host (on 'cpu', not a kernel of the unit's device) costs its compute
-  there too: max(flops / rate, bytes / memory_bandwidth), the rate conv_flops for a convolution (an
-  operation with a FLOP formula and 'conv' in its name), matmul_flops for another formula operation and
-  elementwise_rate for a per-element one (one FLOP per element written). Other work off the unit's device
-  is shape inference on the meta device: it computes nothing.
+  costs the host's optimizer_op_overhead inside an optimiser's step (phase optimizer), else
+  op_overhead_autograd when it records autograd (its share of backward included), else
+  op_overhead_no_grad. An operation outside them that does work on the host (on 'cpu', not a kernel of
+  the unit's device) costs its compute there too: max(flops / rate, bytes / memory_bandwidth), the rate
+  conv_flops for a convolution (an operation with a FLOP formula and 'conv' in its name), matmul_flops
+  for another formula operation and elementwise_rate for a per-element one (one FLOP per element
+  written). Other work off the unit's device is shape inference on the meta device: it computes nothing.
+- Python no operation shows: a stretch's module calls cost module_call each and its optimiser steps
+  optimizer_step each, on the host.
 - launches: a kernel outside a graph replay costs the host what the GPU's launch_overhead (the host time
   of a whole eager operation that launches a tiny kernel) exceeds that operation's own overhead by.
 - compute: a kernel runs max(flops / rate, bytes / memory_bandwidth, shortest_kernel) on the GPU, the rate
@@ -39,7 +42,8 @@ wall is its host, launches and loading; a device-bound one's its compute and cop
 often as it occurs in a sample (`times`).
 
 On a CPU target nothing overlaps: every operation outside a fetch costs its overhead (host) and, when it
-does work on the unit's device or the host, its compute at the host's figures; a graph replay's
+does work on the unit's device or the host, its compute at the host's figures; module calls and optimiser
+steps cost as above; a graph replay's
 operations run eagerly; loading costs as above; nothing is launched, copied between devices or waited for.
 
 One model and one set of figures per piece of hardware: no factor per experiment, no tuning constant."""
@@ -47,7 +51,8 @@ import math
 from dataclasses import dataclass, fields, replace
 
 PARTS = ("host", "launches", "loading", "compute", "copies", "sync")
-PHASES = ("step", "loading", "graph")
+PHASES = ("step", "loading", "graph", "optimizer")
+PYTHON_PHASES = ("step", "optimizer")  # where the host runs the unit's Python (not a fetch, not a replay)
 DIRECTIONS = ("h2d", "d2h", "d2d")
 LOADER_BATCH = 64  # the batch of the host's loader_batched_per_sample figure
 MISSING = object()
@@ -147,7 +152,7 @@ def _gpu_call(op: dict, host, gpu) -> Cost:
     sync = gpu.value("sync_round_trip") if op["sync"] else 0.0
     if op["kernel"] or direction == "d2d":
         return _kernel_cost(op, gpu, on_host).plus(Cost(host=on_host, sync=sync), 1)
-    if op["launches"] and op["where"] == "cpu" and op["phase"] == "step":
+    if op["launches"] and op["where"] == "cpu" and op["phase"] in PYTHON_PHASES:
         on_host += _work_seconds(op, host, "elementwise_rate")
     return Cost(host=on_host, sync=sync)
 
@@ -164,7 +169,15 @@ def _kernel_cost(op: dict, gpu, dispatch: float) -> Cost:
 
 
 def _overhead(op: dict, host) -> float:
+    if op["phase"] == "optimizer":
+        return host.value("optimizer_op_overhead")
     return host.value("op_overhead_autograd" if op["autograd"] else "op_overhead_no_grad")
+
+
+def _python_seconds(stretch: dict, host) -> float:
+    """The host's Python in a stretch that no operation shows: its module calls and optimiser steps."""
+    return (stretch["module_calls"] * host.value("module_call")
+            + stretch["optimizer_steps"] * host.value("optimizer_step"))
 
 
 def _work_seconds(op: dict, device, elementwise: str | None) -> float:
@@ -192,11 +205,12 @@ def _stretch_parts(stretch: dict, costs: list[Cost], target) -> dict[str, float]
     for index, calls in stretch["ops"]:
         total = total.plus(costs[index], calls)
     loading = _loading_seconds(stretch, target.host)
+    host = total.host + _python_seconds(stretch, target.host)
     if target.gpu is None:
-        return dict.fromkeys(PARTS, 0.0) | {"host": total.host, "loading": loading, "compute": total.compute}
+        return dict.fromkeys(PARTS, 0.0) | {"host": host, "loading": loading, "compute": total.compute}
     replays = stretch["graph_replays"]
     launches = total.launches + (replays * target.gpu.value("graph_replay_fixed") if replays else 0.0)
-    host_side = {"host": total.host, "launches": launches, "loading": loading}
+    host_side = {"host": host, "launches": launches, "loading": loading}
     device_side = {"compute": total.compute, "copies": total.copies}
     critical = host_side if sum(host_side.values()) >= sum(device_side.values()) else device_side
     parts = dict.fromkeys(PARTS, 0.0) | critical
@@ -259,7 +273,8 @@ COPY_FIELDS = {"direction": (lambda v: v in DIRECTIONS, f"one of {', '.join(DIRE
 STRETCH_FIELDS = {"ops": (lambda v: isinstance(v, list), "a list of [operation index, calls]"),
                   "times": (_is_amount, "a number >= 0"), "sync": (_is_flag, "true or false"),
                   "loader_batches": (_is_amount, "a number >= 0"), "loader_samples": (_is_amount, "a number >= 0"),
-                  "graph_replays": (_is_amount, "a number >= 0")}
+                  "graph_replays": (_is_amount, "a number >= 0"), "module_calls": (_is_amount, "a number >= 0"),
+                  "optimizer_steps": (_is_amount, "a number >= 0")}
 
 
 def _checked(census) -> tuple[list[dict], list[dict]]:
@@ -272,6 +287,10 @@ def _checked(census) -> tuple[list[dict], list[dict]]:
     if "ops" not in census or "stretches" not in census:
         raise PredictionError("census: it holds no 'ops' and 'stretches' (taken before the cost model's detail): "
                               "take it again with this version")
+    if isinstance(census["stretches"], list) and any(
+            isinstance(s, dict) and "module_calls" not in s for s in census["stretches"]):
+        raise PredictionError("census: its stretches count no module calls or optimiser steps (taken before the "
+                              "cost model counted Python): take it again with this version")
     ops = _entries(census["ops"], "census.ops", OP_FIELDS)
     for i, op in enumerate(ops):
         if op["copy"] is not None:

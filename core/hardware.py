@@ -26,8 +26,9 @@ SCHEMA_VERSION = 1
 THIS = "this"
 KINDS = ("cpu", "gpu")
 FIELDS = {
-    "cpu": ("op_overhead_autograd", "op_overhead_no_grad", "loader_batch1_per_sample", "loader_batched_per_sample",
-            "matmul_flops", "conv_flops", "elementwise_rate", "memory_bandwidth"),
+    "cpu": ("op_overhead_autograd", "op_overhead_no_grad", "module_call", "optimizer_step", "optimizer_op_overhead",
+            "loader_batch1_per_sample", "loader_batched_per_sample", "matmul_flops", "conv_flops", "elementwise_rate",
+            "memory_bandwidth"),
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
             "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
@@ -295,6 +296,8 @@ def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
         return Figure(section["launch_overhead"], source, True,
                       "not in the profile: one replay's fixed host cost taken as one kernel launch (launch_overhead)",
                       source)
+    if field == "elementwise_rate":
+        return Figure(_value(field, section[field]), source, False, describe[field] + ", as FLOPs per call", source)
     return Figure(float(section[field]), source, False, describe.get(field, field), source)
 
 

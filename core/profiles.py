@@ -39,12 +39,17 @@ class Field:
 
 HOST, EVERY, GPU = ("cpu",), ("cpu", "cuda"), ("cuda",)
 FIELDS = (
-    Field("op_overhead_autograd", "s/op", "host time per autograd-recording op of a small training step "
-          "(Linear-ReLU-Linear, batch 64, SGD): the step's time less its other ops at op_overhead_no_grad, over "
-          "its recording ops (module calls, graph building, backward's start and the optimiser's Python included)",
-          1e-8, 1e-2, HOST),
+    Field("op_overhead_autograd", "s/op", "host time per autograd-recording op, its share of backward included: "
+          "a chain of recording adds run forward and backward, less its other ops at op_overhead_no_grad, over its "
+          "recording ops", 1e-8, 1e-2, HOST),
     Field("op_overhead_no_grad", "s/op", "host time of a tiny eager op (add of two 1-element tensors) under no_grad",
           1e-8, 1e-2, HOST),
+    Field("module_call", "s/call", "host time of calling an nn.Module beyond its ops (an nn.Identity, which "
+          "issues none)", 1e-9, 1e-3, HOST),
+    Field("optimizer_step", "s/step", "host time of an optimiser step beyond its ops (torch.optim.Adam, one "
+          "tensor at a time): the fixed part of a line through steps over few and many parameters", 0.0, 1e-1, HOST),
+    Field("optimizer_op_overhead", "s/op", "host time per op inside that optimiser step (its Python per "
+          "parameter included): the slope of that line", 1e-8, 1e-2, HOST),
     Field("loader_batch1_per_sample", "s/sample", "DataLoader over a TensorDataset, batch_size 1, per sample",
           1e-8, 1e-1, HOST),
     Field("loader_batched_per_sample", "s/sample", "the same DataLoader, batch_size 64, per sample",
@@ -55,9 +60,11 @@ FIELDS = (
           1e6, 1e17, EVERY, sized=True),
     Field("conv2d_flops", "FLOP/s", "Conv2d 16->32 channels, kernel 3x3, forward and backward (size: input N x C x H x W)",
           1e6, 1e17, EVERY, sized=True),
-    Field("elementwise_rate", "elem/s", "output elements per second of a large float32 add", 1e6, 1e14, EVERY),
-    Field("elementwise_flops", "FLOP/s", "that add at one FLOP per output element (the census's count)",
-          1e6, 1e14, EVERY),
+    Field("elementwise_rate", "elem/s", "output elements per second of a float32 add into a new tensor, as "
+          "a model's ops write (size: elements; small ones stay in cache, large ones fault their pages in)",
+          1e6, 1e14, EVERY, sized=True),
+    Field("elementwise_flops", "FLOP/s", "the largest of those adds at one FLOP per output element (the "
+          "census's count)", 1e6, 1e14, EVERY),
     Field("memory_bandwidth", "B/s", "bytes read + written per second by a large float32 copy_", 1e6, 1e14,
           EVERY),
     Field("launch_overhead", "s/op", "host time to launch a tiny kernel (1-element add, not waited for)",
@@ -81,7 +88,7 @@ FIELDS = (
 )
 
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
-HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/sample": (1e-6, "µs/sample"),
+HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
                "s/node": (1e-6, "µs/node"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"),
                "B/s": (1e9, "GB/s")}
 
