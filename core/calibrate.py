@@ -3,9 +3,13 @@ here) into the profile core.profiles stores: the host's per-operation overhead a
 compute and memory rates on every device, and for every CUDA GPU its launch, kernel, sync, copy and graph
 costs. Each probe measures one thing on one device and returns {field: value}.
 
-Each figure is the best of its samples (as timeit advises): a constant of the machine is what it does when
-nothing else gets in the way; a busy machine's slower samples say more about the rest of its load."""
+Within a probe each figure is the best of its samples (as timeit advises): a short block of calls reads the
+machine as it is at that moment. The probes then run `passes` times over, tens of seconds apart, and each
+figure is the median over passes: a record's time is the median of samples spread over its run, and a
+machine (a shared VM above all) can change speed from one few seconds to the next, so the figures the cost
+model predicts a median with are medians too."""
 import collections
+import statistics
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -22,8 +26,8 @@ FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
 LOADER_BATCH = 64
 LOADER_FEATURES = 16
-CHAIN_OPS = 32  # recording adds in the op-overhead probe's chain
-OPTIMIZER_PARAMS = (2, 16)  # parameter tensors of the optimiser probe's two steps
+TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's training step: Linear, ReLU, Linear
+OPTIMIZER_PARAMS = (1, 32)  # parameter tensors of the optimiser probe's two steps
 OPTIMIZER_PARAM_ELEMENTS = 16
 SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
@@ -31,10 +35,12 @@ MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare
 
 @dataclass(frozen=True)
 class Effort:
-    """How hard to look: each timing's repeats and block length (micro), the sizes of the sized fields
+    """How hard to look: the passes over every probe, each timing's repeats and block length (micro), the sizes
+    of the sized fields
     (the elementwise ones SMALL_ELEMENTWISE below the large tensors),
     the samples per DataLoader pass (batch 1, batched), the bytes of the large tensors per device kind,
     the nodes of the replayed graph and the kernels queued back to back."""
+    passes: int
     repeats: int
     block_seconds: float
     matmul_sizes: tuple[int, ...]
@@ -46,10 +52,10 @@ class Effort:
     queued_kernels: int
 
 
-FULL = Effort(repeats=7, block_seconds=0.03, matmul_sizes=(16, 32, 64, 256, 1024), conv1d_lengths=(16, 256, 2048),
+FULL = Effort(passes=5, repeats=7, block_seconds=0.03, matmul_sizes=(16, 32, 64, 256, 1024), conv1d_lengths=(16, 256, 2048),
               conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), large_bytes={"cpu": 2**26, "cuda": 2**28},
               graph_nodes=200, queued_kernels=500)
-QUICK = Effort(repeats=3, block_seconds=0.005, matmul_sizes=(16, 64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
+QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes=(16, 64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
                loader_samples=(64, 1024), large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
                queued_kernels=50)
 CALIBRATED_KINDS = ("cpu", "cuda")
@@ -96,24 +102,34 @@ def op_overhead(device: str, effort: Effort) -> dict:
     a, b = (torch.ones(1, requires_grad=True) for _ in range(2))
     with torch.no_grad():
         bare = _seconds(lambda: torch.add(a, b), device, effort)
-
-    def chain():
-        x = a
-        for _ in range(CHAIN_OPS):
-            x = torch.add(x, b)
-        x.backward()
-    return {"op_overhead_autograd": _per_op_beyond(chain, bare, lambda op: op["autograd"], device, effort),
-            "op_overhead_no_grad": bare}
+    python = python_costs(device, effort)
+    return {"op_overhead_autograd": _recording_op_seconds(bare, python, device, effort), "op_overhead_no_grad": bare,
+            **python}
 
 
-def _per_op_beyond(fn: Callable[[], object], bare: float, counted: Callable[[dict], bool], device: str,
-                   effort: Effort) -> float:
-    """Host seconds per operation of `fn` that `counted` picks (from the census's "ops"): its time less its
-    other operations at the bare figure, over the picked ones; at least the bare figure."""
-    fn()
-    found = census.of(fn, device).summary()
-    picked = sum(op["calls"] for op in found["ops"] if counted(op))
-    return max((_seconds(fn, device, effort) - (found["operations"] - picked) * bare) / picked, bare)
+def _recording_op_seconds(bare: float, python: dict, device: str, effort: Effort) -> float:
+    """Host seconds per autograd-recording operation of a small training step (TRAINING_MLP, SGD): the step's
+    time less its module calls, its optimiser step and its other operations at their figures, over its
+    recording ones. What is left (building the graph, starting and running backward, zero_grad, the loss's
+    Python) lands on the operations a model's forward records, which is where a census finds it again."""
+    model = torch.nn.Sequential(torch.nn.Linear(TRAINING_MLP[0], TRAINING_MLP[1]), torch.nn.ReLU(),
+                                torch.nn.Linear(TRAINING_MLP[1], TRAINING_MLP[2]))
+    x, y = torch.randn(TRAINING_BATCH, TRAINING_MLP[0]), torch.randn(TRAINING_BATCH, TRAINING_MLP[2])
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step():
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+    step()
+    found = census.of(step, device).summary()
+    recording = sum(op["calls"] for op in found["ops"] if op["autograd"])
+    in_step = sum(op["calls"] for op in found["ops"] if op["phase"] == census.OPTIMIZER)
+    (stretch,) = found["stretches"]
+    known = ((found["operations"] - recording - in_step) * bare + in_step * python["optimizer_op_overhead"]
+             + stretch["module_calls"] * python["module_call"] + stretch["optimizer_steps"] * python["optimizer_step"])
+    seconds = min(timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds).samples)
+    return max((seconds - known) / recording, bare)
 
 
 def python_costs(device: str, effort: Effort) -> dict:
@@ -260,8 +276,7 @@ class Probe:
 
 
 PROBES = (
-    Probe("op overhead", profiles.HOST, op_overhead),
-    Probe("Python", profiles.HOST, python_costs),
+    Probe("op and Python overhead", profiles.HOST, op_overhead),
     Probe("DataLoader", profiles.HOST, loader_cost),
     Probe("matmul", profiles.EVERY, matmul_rate),
     Probe("convolutions", profiles.EVERY, conv_rate),
@@ -291,18 +306,29 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
     load_per_core = psutil.getloadavg()[0] / psutil.cpu_count()
     taken = results.now()
     steps = [(device, probe) for device in names for probe in PROBES if devices.kind(device) in probe.kinds]
-    measured = {device: {} for device in names}
+    passes = [{device: {} for device in names} for _ in range(effort.passes)]
     watch = timing.Stopwatch("cpu")
     watch.start()
-    with tqdm(steps, desc="calibrating", unit="probe", disable=not progress, file=sys.stderr) as bar:
-        for device, probe in bar:
-            bar.set_postfix_str(f"{device} {probe.title}")
-            measured[device] |= probe.measure(device, effort)
+    with tqdm(total=len(steps) * effort.passes, desc="calibrating", unit="probe", disable=not progress,
+              file=sys.stderr) as bar:
+        for number, measured in enumerate(passes, 1):
+            for device, probe in steps:
+                bar.set_postfix_str(f"pass {number}/{effort.passes}: {device} {probe.title}")
+                measured[device] |= probe.measure(device, effort)
+                bar.update()
     seconds = watch.lap("calibration")
+    measured = {device: _medians([found[device] for found in passes]) for device in names}
     fp = devices.fingerprint()
     return {"schema": profiles.SCHEMA_VERSION, "machine_id": fp["machine_id"], "fingerprint": fp,
             "code_version": versions.code_version(), "taken": taken, "seconds": seconds, "quick": quick,
             "load_per_core": load_per_core, "cpu": measured.pop("cpu"), "gpus": measured}
+
+
+def _medians(passes: list[dict]) -> dict:
+    """Each figure's median over the passes; a sized figure's per size."""
+    return {field: (_medians([found[field] for found in passes]) if isinstance(value, dict)
+                    else statistics.median(found[field] for found in passes))
+            for field, value in passes[0].items()}
 
 
 def report(profile: dict) -> str:

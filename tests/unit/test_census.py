@@ -213,8 +213,10 @@ def test_each_operation_of_a_toy_step_says_what_it_is_per_call(device):
     assert (view["kernel"], view["launches"], view["flops"], view["bytes"]) == (False, False, 0, 0)
     item = _op(found, "aten._local_scalar_dense")
     assert (item["sync"], item["kernel"], item["autograd"]) == (True, False, True)  # loss.item(): loss requires grad
+    assert {o["phase"] for o in found["ops"] if o["op"] == "aten.add_"} == {"optimizer"}  # SGD's updates
     assert found["stretches"] == [{"ops": [[i, o["calls"]] for i, o in enumerate(found["ops"])], "times": 1,
-                                   "sync": True, "loader_batches": 0, "loader_samples": 0, "graph_replays": 0}]
+                                   "sync": True, "loader_batches": 0, "loader_samples": 0, "graph_replays": 0,
+                                   "module_calls": 1, "optimizer_steps": 1}]
     assert found["loader"] == {"batches": 0, "samples": 0} and found["graph_replays"] == 0
 
 
@@ -286,6 +288,27 @@ def test_a_graph_replay_on_the_stand_in_is_counted_with_its_operations_as_the_gr
     assert {o["phase"] for o in found["ops"]} == {"graph"}
     assert _op(found, "aten.addmm")["calls"] == 2 and _op(found, "aten.addmm")["kernel"]
     assert [(s["graph_replays"], s["times"], s["sync"]) for s in found["stretches"]] == [(2, 1, False)]
+    assert [(s["module_calls"], s["optimizer_steps"]) for s in found["stretches"]] == [(0, 0)]  # no Python replays
+
+
+def test_module_calls_are_counted_through_call_not_forward_and_optimiser_steps_in_their_own_phase():
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.ones(2, 4)
+
+    def step(call):
+        optimiser.zero_grad()
+        call(x).sum().backward()
+        optimiser.step()
+    for call, modules in ((model, 4), (model.forward, 3)):  # forward() skips the Sequential's own call
+        found = census.of(lambda: [step(call) for _ in range(2)]).summary()
+        assert [(s["module_calls"], s["optimizer_steps"]) for s in found["stretches"]] == [(2 * modules, 2)]
+        assert {o["phase"] for o in found["ops"] if o["op"] == "aten.add_"} == {"optimizer"}
+        assert {o["phase"] for o in found["ops"] if o["op"] == "aten.addmm"} == {"step"}
+    outside = census.of(lambda: model(x)).summary()  # the hook goes when the census ends
+    model(x)
+    assert outside["stretches"][0]["module_calls"] == 4
+    assert not torch.nn.modules.module._global_forward_pre_hooks
 
 
 def test_adams_step_counters_are_host_operations_on_the_stand_in_not_syncs():

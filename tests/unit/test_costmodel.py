@@ -9,6 +9,7 @@ from core.costmodel import PARTS, PredictionError, crossover, per_unit, predict
 US = 1e-6
 CPU_FIGURES = {
     "op_overhead_autograd": 10 * US, "op_overhead_no_grad": 5 * US,
+    "module_call": 3 * US, "optimizer_step": 40 * US, "optimizer_op_overhead": 7 * US,
     # a = 62 us per batch, c = 2 us per sample: L1 = a + c = 64 us, L64 = a / 64 + c = 0.96875 + 2 us
     "loader_batch1_per_sample": 64 * US, "loader_batched_per_sample": 2.96875 * US,
     "matmul_flops": 1e11, "conv_flops": 5e10, "elementwise_rate": 1e9, "memory_bandwidth": 1e10,
@@ -73,9 +74,9 @@ def copy(direction="h2d", pinned=False, nbytes=4e6, sync=True) -> dict:
               copy={"direction": direction, "pinned": pinned, "bytes": nbytes})
 
 
-def stretch(refs, times=1, sync=False, batches=0, samples=0, replays=0) -> dict:
+def stretch(refs, times=1, sync=False, batches=0, samples=0, replays=0, modules=0, steps=0) -> dict:
     return {"ops": [list(r) for r in refs], "times": times, "sync": sync, "loader_batches": batches,
-            "loader_samples": samples, "graph_replays": replays}
+            "loader_samples": samples, "graph_replays": replays, "module_calls": modules, "optimizer_steps": steps}
 
 
 def census(ops, stretches, device="meta") -> dict:
@@ -99,6 +100,18 @@ def test_a_launch_bound_toy_takes_its_host_side():
     found = predict(census([TINY_ADD], [stretch([(0, 100)])]), gpu())
     assert_parts(found, parts(host=500 * US, launches=400 * US))
     assert found.seconds == pytest.approx(900 * US) and found.target == "test GPU driven by test CPU"
+
+
+def test_module_calls_and_optimiser_steps_cost_their_python_on_the_host():
+    # A step of 2 module calls and 1 optimiser step whose 4 ops (tiny adds) run inside it, 10 times.
+    # CPU: host per occurrence 2 x 3 us + 40 us + 4 x 7 us = 74 us; compute 4 x max(1 element / 1e9 = 1 ns,
+    # 12 B / 1e10 = 1.2 ns) = 4.8 ns; x 10.
+    inside = op(phase="optimizer", flops=1, bytes=12)
+    found = predict(census([inside], [stretch([(0, 4)], times=10, modules=2, steps=1)]), cpu())
+    assert_parts(found, parts(host=740 * US, compute=48e-9))
+    # GPU: host 46 us + 4 x 7 us = 74 us; launches 4 x max(0, 9 - 7) = 8 us; device 4 x 2 us: host-bound, x 10.
+    assert_parts(predict(census([inside], [stretch([(0, 4)], times=10, modules=2, steps=1)]), gpu()),
+                 parts(host=740 * US, launches=80 * US))
 
 
 def test_a_compute_bound_matmul_takes_its_device_side():
@@ -279,13 +292,17 @@ def test_crossover_is_the_smallest_value_where_the_gpu_is_faster():
     ({"operations": 3, "kernels": 2}, "holds no 'ops' and 'stretches'.*take it again with this version"),
     ([], "census: a list, not a census"),
     (census({}, []), r"census.ops: \{\} is not a list"),
-    (census([op(phase="warmup")], []), r"census.ops\[0\].phase: 'warmup'; expected one of step, loading, graph"),
+    (census([op(phase="warmup")], []),
+     r"census.ops\[0\].phase: 'warmup'; expected one of step, loading, graph, optimizer"),
     (census([op(flops=-1)], []), r"census.ops\[0\].flops: -1; expected a number >= 0"),
     (census([{"op": "aten.add"}], []), r"census.ops\[0\].where: missing"),
     (census([copy("up")], []), r"census.ops\[0\].copy.direction: 'up'; expected one of h2d, d2h, d2d"),
     (census([TINY_ADD], [stretch([(1, 1)])]), r"census.stretches\[0\].ops\[0\]: \[1, 1\] is not .* below 1"),
     (census([TINY_ADD], [stretch([(0, 1)], times=float("nan"))]), r"census.stretches\[0\].times: nan"),
     (census([TINY_ADD], [stretch([(0, 1)]) | {"graph_replays": None}]), r"census.stretches\[0\].graph_replays"),
+    (census([TINY_ADD], [{k: v for k, v in stretch([(0, 1)]).items() if k not in ("module_calls", "optimizer_steps")}]),
+     "stretches count no module calls or optimiser steps.*take it again with this version"),
+    (census([TINY_ADD], [stretch([(0, 1)], steps=-1)]), r"census.stretches\[0\].optimizer_steps: -1"),
 ])
 def test_a_census_the_model_cannot_read_is_refused_naming_why(bad, message):
     with pytest.raises(PredictionError, match=message):

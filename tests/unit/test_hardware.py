@@ -19,12 +19,13 @@ def entry(document: dict, name: str) -> dict:
 
 def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
     """A valid profile by hand, with round numbers to follow through the conversion."""
-    cpu = {"op_overhead_autograd": 4e-6, "op_overhead_no_grad": 3e-6, "loader_batch1_per_sample": 30e-6,
+    cpu = {"op_overhead_autograd": 4e-6, "op_overhead_no_grad": 3e-6, "module_call": 1e-6, "optimizer_step": 4e-5,
+           "optimizer_op_overhead": 5e-6, "loader_batch1_per_sample": 30e-6,
            "loader_batched_per_sample": 5e-6, "matmul_flops": {"64": 4e10, "256": 1.5e11},
            "conv1d_flops": {"8x16x256": 3e10}, "conv2d_flops": {"8x16x16x16": 5e10},
-           "elementwise_rate": 2e9, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10}
+           "elementwise_rate": {"4096": 1e9, "1048576": 2e9}, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10}
     gpu = {"matmul_flops": {"64": 1e11, "1024": 1e13}, "conv1d_flops": {"8x16x256": 1e12},
-           "conv2d_flops": {"8x16x16x16": 2e12}, "elementwise_rate": 1e11, "elementwise_flops": 1e11,
+           "conv2d_flops": {"8x16x16x16": 2e12}, "elementwise_rate": {"1048576": 1e11}, "elementwise_flops": 1e11,
            "memory_bandwidth": 1e12, "launch_overhead": 6e-6, "shortest_kernel": 2e-6, "sync_round_trip": 1e-5,
            "h2d_latency_pageable": 1e-5, "h2d_latency_pinned": 9e-6, "d2h_latency_pageable": 1.1e-5,
            "d2h_latency_pinned": 1e-5, "h2d_bandwidth_pageable": 6e9, "h2d_bandwidth_pinned": 1.2e10,
@@ -186,6 +187,8 @@ def test_a_calibrated_cpu_converts_sizes_to_flops_per_call_and_merges_the_convol
     machine = this_profile["machine_id"]
     assert cpu.figures["op_overhead_autograd"].source == f"calibrated on {machine} 2026-01-02"
     assert cpu.value("memory_bandwidth") == 1.6e10
+    assert cpu.figures["elementwise_rate"].value == ((4096.0, 1e9), (1048576.0, 2e9))  # elements: one FLOP each
+    assert cpu.value("elementwise_rate", flops=64) == pytest.approx(1e9) and cpu.value("elementwise_rate", flops=2**24) == pytest.approx(2e9)
 
 
 def test_a_calibrated_gpu_takes_its_graph_replay_fixed_cost_from_its_launch_when_it_lacks_one(this_profile):
