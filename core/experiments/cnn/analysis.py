@@ -76,7 +76,7 @@ def published_speedups(published: pd.DataFrame) -> pd.DataFrame:
     """The write-up's GPU gains: CPU time / GPU time per figure and batch, or the stated factor; the 1-D
     figures name no model."""
     gains = analysis.published_cpu_over_gpu(published, ["figure", "model", "batch_size"])
-    return gains.assign(model=gains["model"].fillna("cnn1d"))[["model", "batch_size", "speedup", "hardware", "source"]]
+    return gains.assign(model=gains["model"].astype(object).fillna("cnn1d"))[["model", "batch_size", "speedup", "hardware", "source"]]
 
 
 # -- claims ----------------------------------------------------------------------------------------
