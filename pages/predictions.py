@@ -3,7 +3,7 @@ import os
 import pandas as pd
 import streamlit as st
 
-from core import charts, devices, experiments, predictions, profiles, settings, writeups
+from core import charts, devices, experiments, overview, predictions, profiles, settings, versions, writeups
 from ui import data, predicted
 from ui.router import require_router
 
@@ -71,10 +71,15 @@ if os.path.lexists(writeups.path()):  # a link or a pipe there is named, never f
         validation = writeups.load()
     except ValueError as e:  # a broken or foreign file: say which and why, as for a record
         st.warning(f"The saved write-up validation cannot be read: {e}", icon="⚠️")
+not_here = ("." if settings.read_only() else ": `python -m core predict --writeups` takes the census of each "
+            "figure's workload and saves the table here (a minute or two).")
 if validation is None:
-    st.info(f"Not computed on {host} yet" + ("." if settings.read_only() else
-            ": `python -m core predict --writeups` takes the census of each figure's workload and saves the "
-            "table here (a minute or two)."))
+    validation = overview.predicted_table()  # the latest another machine saved: it predicts the same hardware
+    if validation is not None:
+        st.caption(f"Not computed on {host} yet: the table below was computed on "
+                   f"{validation.attrs.get('machine_id')}" + not_here)
+if validation is None:
+    st.info(f"Not computed on {host} yet" + not_here)
 else:
     for device in ("GPU", "CPU"):
         found = writeups.summary(validation, device)
@@ -99,8 +104,10 @@ else:
                      "assumption": st.column_config.TextColumn("assumption notes", width="large"),
                      "method": st.column_config.TextColumn("the write-up's method", width="large")})
     taken = validation.attrs.get("taken")
-    st.caption(f"Computed {taken or 'at an unknown date'} by `python -m core predict --writeups`; rerun it after "
-               "the model or the catalogue changes.")
+    code = validation.attrs.get("code_version")
+    st.caption(f"Computed {taken or 'at an unknown date'} by `python -m core predict --writeups` on "
+               f"{validation.attrs.get('machine_id')} (code {versions.code_text(code) if code else 'unknown'}); "
+               "rerun it after the model or the catalogue changes.")
 
 # -- (c) will a GPU help? -----------------------------------------------------------------------------------
 st.header("Will a GPU help?")

@@ -127,6 +127,25 @@ def test_the_predictions_page_shows_a_saved_write_up_validation(made, results_di
     assert {m.label: m.value for m in at.metric}["GPU figures predicted"] == "1"
 
 
+def test_another_machines_write_up_validation_stands_in_and_is_named(made, results_dir):
+    copy_in(made, results_dir)
+    entry = next(e for e in writeups.timing_figures() if e["device"] == "GPU")
+    row = dict.fromkeys(writeups.COLUMNS) | {"id": entry["id"], "device": "GPU", "published": 10.0, "predicted": 12.0,
+                                             "ratio": 1.2, "within_2x": True}
+    writeups.save(pd.DataFrame([row]))
+    saved = json.loads(writeups.path().read_text()) | {"machine_id": "other-machine-0000"}
+    writeups.path().unlink()
+    elsewhere = results_dir / "other-machine-0000" / writeups.SUBFOLDER / writeups.FILE_NAME
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_text(json.dumps(saved))
+    at = render("pages/predictions.py")
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "within_2x" in d.value.columns)
+    assert list(table["id"]) == [entry["id"]]
+    assert any("computed on other-machine-0000" in c.value for c in at.caption)
+    assert not any("Not computed" in i.value for i in at.info)
+
+
 def test_a_broken_write_up_validation_is_named_not_a_traceback(made, results_dir):
     copy_in(made, results_dir)
     writeups.path().parent.mkdir(parents=True)
