@@ -10,12 +10,12 @@ import tarfile
 import pytest
 
 from core import bundles, results, settings
+from tests.helpers import shipped_runs
 
 SHIPPED = settings.APP_ROOT / "results"
-MACHINE = next(p.name for p in SHIPPED.iterdir() if p.is_dir())
-GOOD_RUN = "matmul-20261122T060958-4f732f"
+MACHINE, (GOOD_RUN, OTHER_RUN) = shipped_runs("matmul", "iris")
 GOOD = (f"records/{MACHINE}/{GOOD_RUN}.json", (SHIPPED / MACHINE / f"{GOOD_RUN}.json").read_bytes())
-OTHER = results.read_record(SHIPPED / MACHINE / "iris-20261122T061100-a5f62c.json")
+OTHER = results.read_record(SHIPPED / MACHINE / f"{OTHER_RUN}.json")
 
 
 def member(name: str, data: bytes = b"", kind=tarfile.REGTYPE, mode=0o644, link: str = "") -> tuple:

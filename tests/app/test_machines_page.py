@@ -1,7 +1,7 @@
 import json
 
 from core import devices, profiles, settings
-from tests.helpers import page_text, render
+from tests.helpers import page_text, render, shipped_runs
 
 NOT_CALIBRATED = "not calibrated: run `python -m core calibrate`"
 
@@ -72,10 +72,10 @@ def test_the_page_offers_a_bundle_and_imports_an_uploaded_one(results_dir, tmp_p
     import shutil
     from core import bundles
     shipped = settings.APP_ROOT / "results"
-    machine = next(p.name for p in shipped.iterdir() if p.is_dir())
+    machine, (run,) = shipped_runs("matmul")
     source = tmp_path / "source" / machine
     source.mkdir(parents=True)
-    shutil.copy(next(shipped.glob(f"{machine}/matmul-*.json")), source)
+    shutil.copy(shipped / machine / f"{run}.json", source)
     data, _ = bundles.export_bytes(results_dir=source.parent)
     at = render("pages/machines.py")
     assert not at.exception and not at.download_button  # nothing to bundle yet

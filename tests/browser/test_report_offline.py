@@ -7,6 +7,7 @@ import pytest
 
 from core import report, settings
 from tests.browser.test_served_app import CHROMIUM, WAIT_MS, sync_api
+from tests.helpers import shipped_runs
 
 pytestmark = [
     pytest.mark.browser,
@@ -15,10 +16,10 @@ pytestmark = [
 
 
 def test_the_report_opens_offline_and_draws_every_chart(results_dir, tmp_path):
-    machine = next(p for p in (settings.APP_ROOT / "results").iterdir() if p.is_dir())
-    (results_dir / machine.name).mkdir(parents=True)
-    for run in ("matmul", "iris"):
-        shutil.copy(next(machine.glob(f"{run}-*.json")), results_dir / machine.name)
+    machine, runs = shipped_runs("matmul", "iris")
+    (results_dir / machine).mkdir(parents=True)
+    for run in runs:
+        shutil.copy(settings.APP_ROOT / "results" / machine / f"{run}.json", results_dir / machine)
     written = report.write(tmp_path / "report.html")
     charts = written.path.read_text().count('<div class="chart" id="chart-')
     assert charts >= 3  # the headline, matmul's and iris's main charts at least

@@ -82,7 +82,7 @@ def page():
 def test_navigate_to_matmul_and_see_its_charts(serve, page, tmp_path):
     page.goto(serve())
     page.get_by_role("heading", name="Crossover").wait_for(timeout=WAIT_MS)
-    page.get_by_role("link", name="Matrix multiply and transfers").click()
+    page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Matrix multiply and transfers").click()
     page.get_by_text("The write-up's claim.").wait_for(timeout=WAIT_MS)
     page.locator(".vega-embed").nth(2).wait_for(timeout=WAIT_MS)
     assert page.locator(".vega-embed").count() >= 3

@@ -8,10 +8,10 @@ from core import bundles, profiles, results, settings
 from core.cli import main
 from core.params import ConfigError
 from tests.app.test_machines_page import made_profile
+from tests.helpers import shipped_runs
 
 SHIPPED = settings.APP_ROOT / "results"
-MACHINE = next(p.name for p in SHIPPED.iterdir() if p.is_dir())
-RUNS = ("matmul-20261122T060958-4f732f", "iris-20261122T061100-a5f62c")
+MACHINE, RUNS = shipped_runs("matmul", "iris")
 
 
 @pytest.fixture
