@@ -288,6 +288,7 @@ def _print_accuracy(as_json: bool) -> int:
         return 0
     for (machine, device), part in frame.groupby(["machine", "device"]):
         print(f"{machine} {device}: {predictions.accuracy_text(part, devices.kind(device))}")
+        print(f"  by what bounds the prediction: {predictions.bound_text(part)}")
         for _, row in part.iterrows():
             print(f"  {row['experiment']} {row['variant']} {row['point']}: measured {_seconds_text(row['measured_s'])}, "
                   f"predicted {_seconds_text(row['predicted_s'])} (x{row['ratio']:.2f})")

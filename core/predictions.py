@@ -131,13 +131,18 @@ def _twin_metric(name: str, value, scale: float):
 
 # -- accuracy where a machine measured ----------------------------------------------------------------------
 ACCURACY_COLUMNS = ["experiment", "machine_id", "machine", "device", "device_name", "variant", "point", "unit",
-                    "per_call", "measured_s", "predicted_s", "ratio", "within", "hardware"]
+                    "per_call", "measured_s", "predicted_s", "ratio", "within", "host_share", "bound", "hardware"]
+HOST_PARTS = ("host", "launches", "loading")  # what the host spends: the terms a GPU prediction takes from its CPU
+# What bounds a predicted point, by the host's share of it: the host terms (dispatch, Python, loading) are what
+# a GPU prediction of a small workload rests on; the CPU's own compute is not carried to a GPU.
+BOUNDS = ((0.8, "host-bound"), (0.5, "mixed"), (0.0, "compute-bound"))
 
 
 def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
     """For every measured point with a census, on a machine with a calibrated profile: the prediction for
     that machine's own device beside the measured median. `ratio` = predicted / measured; `within`: the
-    ratio is within WITHIN either way. Only each machine's latest complete run per experiment and preset
+    ratio is within WITHIN either way; `host_share` the host's part of the predicted time and `bound` what
+    that makes the point (BOUNDS). Only each machine's latest complete run per experiment and preset
     (`latest_only`), so that a point counts once."""
     targets: dict[tuple[str, str], hardware.Target | None] = {}
     flat = []
@@ -154,16 +159,18 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
             if target is None:
                 continue
             try:
-                predicted = costmodel.predict(census, target).seconds
+                predicted = costmodel.predict(census, target)
             except costmodel.PredictionError:  # a census this version cannot read: not a point to check against
                 continue
-            ratio = predicted / row["median"]
+            ratio = predicted.seconds / row["median"]
+            host = sum(predicted.parts.get(part, 0.0) for part in HOST_PARTS)
+            host_share = host / predicted.seconds if predicted.seconds else 1.0
             flat.append({"experiment": meta["experiment"], "machine_id": meta["machine_id"], "machine": meta["machine"],
                          "device": row["device"], "device_name": results.device_name(record, row["device"]),
                          "variant": row["variant"], "point": results.point_text(row.get("params", {})),
                          "unit": row.get("unit"), "per_call": row.get("per_call", 1), "measured_s": row["median"],
-                         "predicted_s": predicted, "ratio": ratio, "within": 1 / WITHIN <= ratio <= WITHIN,
-                         "hardware": target.title})
+                         "predicted_s": predicted.seconds, "ratio": ratio, "within": 1 / WITHIN <= ratio <= WITHIN,
+                         "host_share": host_share, "bound": bound(host_share), "hardware": target.title})
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
 
 
@@ -182,6 +189,24 @@ def _own_target(machine_id: str, device: str) -> hardware.Target | None:
         return hardware.resolve(name, host=machine_id)
     except hardware.HardwareError:
         return None
+
+
+def bound(host_share: float) -> str:
+    """'host-bound', 'mixed' or 'compute-bound': what a predicted point's time is mostly made of (BOUNDS)."""
+    return next(name for floor, name in BOUNDS if host_share >= floor)
+
+
+def by_bound(frame: pd.DataFrame) -> pd.DataFrame:
+    """summary() of each bound present, host-bound first: points, median ratio, worst ratio, share within."""
+    found = [{"bound": name, **summary(frame[frame["bound"] == name])} for _, name in BOUNDS
+             if (frame["bound"] == name).any()]
+    return pd.DataFrame(found, columns=["bound", "points", "median_ratio", "worst_ratio", "share_within"])
+
+
+def bound_text(frame: pd.DataFrame) -> str:
+    """'host-bound 41 points: median 0.94, 76% within 1.5x; mixed ...'."""
+    return "; ".join(f"{row.bound} {row.points} points: median {row.median_ratio:.2f}, {row.share_within:.0%} within "
+                     f"{WITHIN:g}x" for row in by_bound(frame).itertuples())
 
 
 def summary(frame: pd.DataFrame) -> dict:

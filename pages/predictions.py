@@ -53,11 +53,23 @@ for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *
     median.metric("median predicted / measured", _ratio(found["median_ratio"]))
     within.metric(f"within {predictions.WITHIN:g}x", _share(found["share_within"]))
     worst.metric("worst ratio", _ratio(found["worst_ratio"]))
+    st.dataframe(predictions.by_bound(part), hide_index=True, column_config={
+        "bound": st.column_config.TextColumn("What bounds the prediction"),
+        "points": st.column_config.NumberColumn("Points"),
+        "median_ratio": st.column_config.NumberColumn("Median predicted / measured", format="%.3g"),
+        "worst_ratio": st.column_config.NumberColumn("Worst ratio", format="%.3g"),
+        "share_within": st.column_config.ProgressColumn(f"Within {predictions.WITHIN:g}x", format="percent",
+                                                         min_value=0.0, max_value=1.0)})
 if not accuracy.empty:
+    st.caption(f"What bounds a point is the host's share of its predicted time (dispatch, Python, data loading): "
+               f"{' · '.join(f'{name} from {floor:.0%}' for floor, name in predictions.BOUNDS)}. A GPU prediction "
+               "of a small workload rests on the host terms; the CPU's own compute is not carried to a GPU, so "
+               "the host-bound points are the check that bears most on it.")
     st.altair_chart(predicted.accuracy_chart(accuracy), width="stretch")
     with st.expander("Every point checked"):
         st.dataframe(accuracy.drop(columns=["machine_id"]), hide_index=True,
-                     column_config={"within": st.column_config.CheckboxColumn(f"within {predictions.WITHIN:g}x")})
+                     column_config={"within": st.column_config.CheckboxColumn(f"within {predictions.WITHIN:g}x"),
+                                    "host_share": st.column_config.NumberColumn("host share", format="percent")})
 
 # -- (b) the write-ups ------------------------------------------------------------------------------------
 st.header("The write-ups' figures, predicted")

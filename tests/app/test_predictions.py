@@ -6,7 +6,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from core import calibrate, experiments, hardware, profiles, settings, writeups
+from core import calibrate, experiments, hardware, predictions, profiles, settings, writeups
 from tests.helpers import render, smoke_record
 
 SECTION = "What a GPU would do (predicted)"
@@ -100,6 +100,8 @@ def test_the_predictions_page_checks_the_model_and_answers_will_a_gpu_help(made,
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["points"] == "2"  # torch cpu at sizes 8 and 32 (numpy is untraced: no census)
     assert "median predicted / measured" in metrics and "within 1.5x" in metrics
+    bounds = next(d.value for d in at.dataframe if "bound" in d.value.columns and "points" in d.value.columns)
+    assert bounds["points"].sum() == 2 and set(bounds["bound"]) <= {name for _, name in predictions.BOUNDS}
     assert any("(this machine)" in m.value for m in at.markdown)
     assert any("python -m core predict --writeups" in i.value for i in at.info)
     specs = chart_specs(at)

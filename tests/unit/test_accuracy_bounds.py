@@ -1,0 +1,33 @@
+"""What bounds a checked point: the host's share of its predicted time sorts it into host-bound, mixed or
+compute-bound, and the accuracy is summarised per bound."""
+import pandas as pd
+import pytest
+
+from core import predictions, results
+
+
+@pytest.mark.parametrize("share, name", [(1.0, "host-bound"), (0.8, "host-bound"), (0.79, "mixed"), (0.5, "mixed"),
+                                         (0.49, "compute-bound"), (0.0, "compute-bound")])
+def test_the_host_share_names_the_bound(share, name):
+    assert predictions.bound(share) == name
+
+
+def test_by_bound_summarises_each_bound_present_host_bound_first():
+    frame = pd.DataFrame({"bound": ["compute-bound", "host-bound", "host-bound", "host-bound"],
+                          "ratio": [0.2, 1.0, 1.2, 2.0], "within": [False, True, True, False]})
+    table = predictions.by_bound(frame)
+    assert table["bound"].tolist() == ["host-bound", "compute-bound"]  # no mixed point: no mixed row
+    host = table.iloc[0]
+    assert host["points"] == 3 and host["median_ratio"] == pytest.approx(1.2) and host["worst_ratio"] == 2.0
+    assert host["share_within"] == pytest.approx(2 / 3)
+    assert predictions.bound_text(frame).startswith("host-bound 3 points: median 1.20, 67% within 1.5x; compute-bound 1")
+
+
+def test_the_shipped_checks_carry_their_host_share_and_bound(shipped_results):
+    frame = predictions.accuracy(results.load_records(shipped_results))
+    assert not frame.empty and frame["host_share"].between(0, 1).all()
+    assert (frame["bound"] == frame["host_share"].map(predictions.bound)).all()
+    iris = frame[(frame["experiment"] == "iris") & (frame["variant"] == "as written")]
+    assert (iris["bound"] == "host-bound").all()  # a 4-10-3 MLP: its step is dispatch and Python
+    matmul = frame[(frame["experiment"] == "matmul") & frame["point"].str.contains("size=2048")]
+    assert (matmul["bound"] == "compute-bound").any()
