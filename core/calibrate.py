@@ -27,6 +27,9 @@ SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
 LOADER_BATCH = 64
 LOADER_FEATURES = 16
 TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's training step: Linear, ReLU, Linear
+# One sample of a short input per conv probe: a small model's layers cost what such a call costs (a fixed
+# part, forward and backward, far above its FLOPs at a larger input's rate), so the sized rates reach down to it.
+TINY_CONV_INPUTS = {"conv1d_flops": (1, 16, 4), "conv2d_flops": (1, 16, 2, 2)}
 OPTIMIZER_PARAMS = (1, 32)  # parameter tensors of the optimiser probe's two steps
 OPTIMIZER_PARAM_ELEMENTS = 16
 SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors
@@ -175,8 +178,10 @@ def matmul_rate(device: str, effort: Effort) -> dict:
 def conv_rate(device: str, effort: Effort) -> dict:
     conv1d = torch.nn.Conv1d(16, 32, 5, padding=2, device=device)
     conv2d = torch.nn.Conv2d(16, 32, 3, padding=1, device=device)
-    shapes = {"conv1d_flops": (conv1d, [(8, 16, length) for length in effort.conv1d_lengths]),
-              "conv2d_flops": (conv2d, [(8, 16, side, side) for side in effort.conv2d_sides])}
+    shapes = {"conv1d_flops": (conv1d, [TINY_CONV_INPUTS["conv1d_flops"],
+                                        *((8, 16, length) for length in effort.conv1d_lengths)]),
+              "conv2d_flops": (conv2d, [TINY_CONV_INPUTS["conv2d_flops"],
+                                        *((8, 16, side, side) for side in effort.conv2d_sides)])}
     rates = {}
     for field, (conv, inputs) in shapes.items():
         rates[field] = {}
