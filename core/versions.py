@@ -17,7 +17,8 @@ def code_version() -> dict:
     """{"commit": sha, "dirty": bool} in a git checkout; {"package": version} otherwise."""
     try:
         commit = _git("rev-parse", "HEAD")
-        dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+        # results/ is data the code wrote, not code: a retaken record or table there leaves the code clean
+        dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"))
         return {"commit": commit, "dirty": dirty}
     except (OSError, subprocess.SubprocessError):
         return {"package": __version__}
