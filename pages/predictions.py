@@ -53,16 +53,19 @@ for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *
     median.metric("median predicted / measured", _ratio(found["median_ratio"]))
     within.metric(f"within {predictions.WITHIN:g}x", _share(found["share_within"]))
     worst.metric("worst ratio", _ratio(found["worst_ratio"]))
-    st.dataframe(predictions.by_bound(part), hide_index=True, column_config={
+    bounds = predictions.by_bound(part)
+    st.dataframe(bounds.assign(share_within=bounds["share_within"] * 100), hide_index=True, column_config={
         "bound": st.column_config.TextColumn("What bounds the prediction"),
         "points": st.column_config.NumberColumn("Points"),
         "median_ratio": st.column_config.NumberColumn("Median predicted / measured", format="%.3g"),
         "worst_ratio": st.column_config.NumberColumn("Worst ratio", format="%.3g"),
-        "share_within": st.column_config.ProgressColumn(f"Within {predictions.WITHIN:g}x", format="percent",
-                                                         min_value=0.0, max_value=1.0)})
+        "share_within": st.column_config.ProgressColumn(f"Within {predictions.WITHIN:g}x", format="%.0f%%",
+                                                         min_value=0.0, max_value=100.0)})
 if not accuracy.empty:
+    (host_floor, host_bound), (mixed_floor, mixed), (_, compute_bound) = predictions.BOUNDS
     st.caption(f"What bounds a point is the host's share of its predicted time (dispatch, Python, data loading): "
-               f"{' · '.join(f'{name} from {floor:.0%}' for floor, name in predictions.BOUNDS)}. A GPU prediction "
+               f"{host_bound} at {host_floor:.0%} or more, {mixed} from {mixed_floor:.0%}, {compute_bound} below "
+               f"{mixed_floor:.0%}. A GPU prediction "
                "of a small workload rests on the host terms; the CPU's own compute is not carried to a GPU, so "
                "the host-bound points are the check that bears most on it.")
     st.altair_chart(predicted.accuracy_chart(accuracy), width="stretch")
@@ -100,7 +103,8 @@ else:
             figures.metric(f"{device} figures predicted", found["figures"])
             within.metric(f"within {writeups.WITHIN:g}x", _share(found["within_2x"]))
             median.metric("median predicted / published", _ratio(found["median_ratio"]))
-            worst.metric("worst", f"{found['worst']['id']} ({_ratio(found['worst']['ratio'])})")
+            worst.metric("worst ratio", _ratio(found["worst"]["ratio"]))
+            worst.caption(found["worst"]["id"])
     st.dataframe(validation[["id", "experiment", "quantity", "device", "published", "predicted", "unit", "ratio",
                              "within_2x", "target", "assumed", "assumption", "how", "method", "error"]],
                  hide_index=True, column_config={
