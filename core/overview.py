@@ -188,22 +188,6 @@ def published_ratios(figures: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(found, columns=RATIO_COLUMNS)
 
 
-def predicted_table() -> pd.DataFrame | None:
-    """The write-ups' timing figures predicted on their hardware (core.writeups), from this machine's saved
-    table or else the latest another machine saved; None when no machine has saved one."""
-    folder = settings.results_dir()
-    here = devices.fingerprint()["machine_id"]
-    loaded = []
-    for machine_id in sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
-        try:
-            loaded.append(writeups.load(machine_id))
-        except ValueError:  # none saved there, or not a table of this schema
-            continue
-    if not loaded:
-        return None
-    return max(loaded, key=lambda f: (f.attrs.get("machine_id") == here, f.attrs.get("taken") or ""))
-
-
 def headline(records: list[dict], predicted: pd.DataFrame | None = None) -> pd.DataFrame:
     """The GPU/CPU speedup (CPU time / GPU time: above 1 the GPU is faster) of every write-up configuration
     with one (HEADLINE_COLUMNS): published; predicted on the write-up's hardware where `predicted` (a

@@ -196,6 +196,12 @@ def bound(host_share: float) -> str:
     return next(name for floor, name in BOUNDS if host_share >= floor)
 
 
+def bounds_text() -> str:
+    """'host-bound at 80% or more, mixed from 50%, compute-bound below 50%' (BOUNDS in words)."""
+    (host_floor, host), (mixed_floor, mixed), (_, compute) = BOUNDS
+    return f"{host} at {host_floor:.0%} or more, {mixed} from {mixed_floor:.0%}, {compute} below {mixed_floor:.0%}"
+
+
 def by_bound(frame: pd.DataFrame) -> pd.DataFrame:
     """summary() of each bound present, host-bound first: points, median ratio, worst ratio, share within."""
     found = [{"bound": name, **summary(frame[frame["bound"] == name])} for _, name in BOUNDS

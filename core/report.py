@@ -17,7 +17,7 @@ import pandas as pd
 import vl_convert
 from markdown_it import MarkdownIt
 
-from core import analysis, experiments, machines, overview, profiles, published, results, runs, versions
+from core import analysis, experiments, machines, overview, profiles, published, results, runs, versions, writeups
 from core.charts import ratio_dots
 from core.params import ConfigError
 
@@ -140,7 +140,7 @@ def _header(records: list[dict]) -> str:
 
 
 def _headline(records: list[dict], charts: list[dict]) -> str:
-    headline = overview.headline(records, overview.predicted_table())
+    headline = overview.headline(records, writeups.latest())
     if headline.empty:
         return ""
     chart = ratio_dots(headline, title="CPU time / GPU time, one row per write-up configuration",

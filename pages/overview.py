@@ -1,6 +1,6 @@
 import streamlit as st
 
-from core import devices, experiments, overview, report, settings
+from core import devices, experiments, overview, report, settings, writeups
 from core.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
 from core.charts import ratio_dots
 from ui import data
@@ -14,7 +14,7 @@ UNKNOWN_MARK = ":material/help:"
 @st.cache_data(show_spinner=False, max_entries=4)
 def _figures(key: tuple, _records: list[dict]):
     """The verdict matrix and the headline data; `key` names the records and the saved predictions."""
-    return overview.verdict_matrix(_records), overview.headline(_records, overview.predicted_table())
+    return overview.verdict_matrix(_records), overview.headline(_records, writeups.latest())
 
 
 def _key(records: list[dict]) -> tuple:

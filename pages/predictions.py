@@ -3,7 +3,7 @@ import os
 import pandas as pd
 import streamlit as st
 
-from core import charts, devices, experiments, overview, predictions, profiles, settings, versions, writeups
+from core import charts, devices, experiments, predictions, profiles, settings, versions, writeups
 from ui import data, predicted
 from ui.router import require_router
 
@@ -62,12 +62,10 @@ for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *
         "share_within": st.column_config.ProgressColumn(f"Within {predictions.WITHIN:g}x", format="%.0f%%",
                                                          min_value=0.0, max_value=100.0)})
 if not accuracy.empty:
-    (host_floor, host_bound), (mixed_floor, mixed), (_, compute_bound) = predictions.BOUNDS
     st.caption(f"What bounds a point is the host's share of its predicted time (dispatch, Python, data loading): "
-               f"{host_bound} at {host_floor:.0%} or more, {mixed} from {mixed_floor:.0%}, {compute_bound} below "
-               f"{mixed_floor:.0%}. A GPU prediction "
-               "of a small workload rests on the host terms; the CPU's own compute is not carried to a GPU, so "
-               "the host-bound points are the check that bears most on it.")
+               f"{predictions.bounds_text()}. A GPU prediction of a small workload rests on the host terms; the "
+               "CPU's own compute is not carried to a GPU, so the host-bound points are the check that bears most "
+               "on it.")
     st.altair_chart(predicted.accuracy_chart(accuracy), width="stretch")
     with st.expander("Every point checked"):
         st.dataframe(accuracy.drop(columns=["machine_id"]), hide_index=True,
@@ -80,19 +78,17 @@ st.markdown(f"Every timing figure the write-ups publish, predicted on the hardwa
             f"driven by its CPU; an assumption where it does not say) beside the published figure: ratio = "
             f"predicted / published, close when within {writeups.WITHIN:g}x. Where the write-up's own method (its "
             f"clock, its loop) explains a gap, the method column says how.")
-validation = None
 if os.path.lexists(writeups.path()):  # a link or a pipe there is named, never followed
     try:
-        validation = writeups.load()
+        writeups.load()
     except ValueError as e:  # a broken or foreign file: say which and why, as for a record
         st.warning(f"The saved write-up validation cannot be read: {e}", icon="⚠️")
+validation = writeups.latest()  # this machine's, else the latest another machine saved: the same hardware predicted
 not_here = ("." if settings.read_only() else ": `python -m core predict --writeups` takes the census of each "
             "figure's workload and saves the table here (a minute or two).")
-if validation is None:
-    validation = overview.predicted_table()  # the latest another machine saved: it predicts the same hardware
-    if validation is not None:
-        st.caption(f"Not computed on {host} yet: the table below was computed on "
-                   f"{validation.attrs.get('machine_id')}" + not_here)
+if validation is not None and validation.attrs.get("machine_id") != here:
+    st.caption(f"Not computed on {host} yet: the table below was computed on "
+               f"{validation.attrs.get('machine_id')}" + not_here)
 if validation is None:
     st.info(f"Not computed on {host} yet" + not_here)
 else:
