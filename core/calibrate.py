@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from core import census, devices, graphs, profiles, results, timing, versions
+from core import census, devices, graphs, op_probes, profiles, results, timing, versions
 
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
@@ -33,6 +33,7 @@ TINY_CONV_INPUTS = {"conv1d_flops": (1, 16, 4), "conv2d_flops": (1, 16, 2, 2)}
 OPTIMIZER_PARAMS = (1, 32)  # parameter tensors of the optimiser probe's two steps
 OPTIMIZER_PARAM_ELEMENTS = 16
 SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors
+LISTED_OP_ROWS = (128, 4096)  # core.op_probes' two sizes: one thread's work, and two threads' (ATen's grain: 32,768)
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 
 
@@ -209,6 +210,21 @@ def elementwise_rate(device: str, effort: Effort) -> dict:
     return {"elementwise_rate": rates, "elementwise_flops": rates[str(largest)]}  # one FLOP per output element
 
 
+def listed_op_costs(device: str, effort: Effort) -> dict:
+    """Each of core.op_probes' operations as a line through its two sizes: a fixed part per call and seconds
+    per element written (the census's count), both at least 0."""
+    calls, elements = {}, {}
+    for name, build in op_probes.PROBES.items():
+        (few, few_s), (many, many_s) = (_elements_and_seconds(build(rows), device, effort) for rows in LISTED_OP_ROWS)
+        elements[name] = max((many_s - few_s) / (many - few), 0.0)
+        calls[name] = max(few_s - few * elements[name], 0.0)
+    return {"op_call_seconds": calls, "op_element_seconds": elements}
+
+
+def _elements_and_seconds(fn: Callable[[], object], device: str, effort: Effort) -> tuple[float, float]:
+    return census.of(fn, device).summary()["flops"], _work_seconds(fn, device, effort)
+
+
 def memory_bandwidth(device: str, effort: Effort) -> dict:
     elements = effort.large_bytes[devices.kind(device)] // FLOAT_BYTES
     src, dst = torch.rand(elements, device=device), torch.empty(elements, device=device)
@@ -286,6 +302,7 @@ PROBES = (
     Probe("matmul", profiles.EVERY, matmul_rate),
     Probe("convolutions", profiles.EVERY, conv_rate),
     Probe("elementwise", profiles.EVERY, elementwise_rate),
+    Probe("listed operations", profiles.HOST, listed_op_costs),
     Probe("memory bandwidth", profiles.EVERY, memory_bandwidth),
     Probe("launch and sync", profiles.GPU, launch_and_sync),
     Probe("copies", profiles.GPU, copies),

@@ -13,7 +13,9 @@ The rules on a GPU target, per operation call:
   the unit's device) costs its compute there too: max(flops / rate, bytes / memory_bandwidth), the rate
   conv_flops for a convolution (an operation with a FLOP formula and 'conv' in its name), matmul_flops
   for another formula operation and elementwise_rate for a per-element one (one FLOP per element
-  written). Other work off the unit's device is shape inference on the meta device: it computes nothing.
+  written); an operation the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...)
+  costs at least its line, op_call_seconds + op_element_seconds per element written. Other work off the
+  unit's device is shape inference on the meta device: it computes nothing.
 - Python no operation shows: a stretch's module calls cost module_call each and its optimiser steps
   optimizer_step each, on the host.
 - launches: a kernel outside a graph replay costs the host what the GPU's launch_overhead (the host time
@@ -49,6 +51,8 @@ operations run eagerly; loading costs as above; nothing is launched, copied betw
 One model and one set of figures per piece of hardware: no factor per experiment, no tuning constant."""
 import math
 from dataclasses import dataclass, fields, replace
+
+from core import op_probes
 
 PARTS = ("host", "launches", "loading", "compute", "copies", "sync")
 PHASES = ("step", "loading", "graph", "optimizer")
@@ -140,7 +144,7 @@ def _cpu_call(op: dict, host) -> Cost:
     if op["copy"] or op["phase"] == "loading":
         return Cost()
     works = op["launches"] and (op["kernel"] or op["where"] == "cpu")
-    return Cost(host=_overhead(op, host), compute=_work_seconds(op, host, "elementwise_rate") if works else 0.0)
+    return Cost(host=_overhead(op, host), compute=_host_work(op, host) if works else 0.0)
 
 
 def _gpu_call(op: dict, host, gpu) -> Cost:
@@ -153,7 +157,7 @@ def _gpu_call(op: dict, host, gpu) -> Cost:
     if op["kernel"] or direction == "d2d":
         return _kernel_cost(op, gpu, on_host).plus(Cost(host=on_host, sync=sync), 1)
     if op["launches"] and op["where"] == "cpu" and op["phase"] in PYTHON_PHASES:
-        on_host += _work_seconds(op, host, "elementwise_rate")
+        on_host += _host_work(op, host)
     return Cost(host=on_host, sync=sync)
 
 
@@ -188,6 +192,17 @@ def _work_seconds(op: dict, device, elementwise: str | None) -> float:
     by_flops = flops / device.value(rate, flops=flops) if rate and flops else 0.0
     by_bytes = op["bytes"] / device.value("memory_bandwidth", flops=flops) if op["bytes"] else 0.0
     return max(by_flops, by_bytes)
+
+
+def _host_work(op: dict, host) -> float:
+    """Seconds of one call's work on a CPU; an operation the host has timed one by one (core.op_probes) costs its
+    line (a fixed part and a part per element written) if that is more than its FLOPs' and bytes' time."""
+    work = _work_seconds(op, host, "elementwise_rate")
+    name = op_probes.census_name(op["op"])
+    per_element = host.value("op_element_seconds").get(name)
+    if op["formula"] or per_element is None:
+        return work
+    return max(work, host.value("op_call_seconds").get(name, 0.0) + op["flops"] * per_element)
 
 
 def _transfer_seconds(copy: dict, gpu) -> float:

@@ -28,7 +28,7 @@ KINDS = ("cpu", "gpu")
 FIELDS = {
     "cpu": ("op_overhead_autograd", "op_overhead_no_grad", "module_call", "optimizer_step", "optimizer_op_overhead",
             "loader_batch1_per_sample", "loader_batched_per_sample", "matmul_flops", "conv_flops", "elementwise_rate",
-            "memory_bandwidth"),
+            "memory_bandwidth", "op_call_seconds", "op_element_seconds"),
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
             "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
@@ -40,6 +40,8 @@ KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops")
                        ("h2d pinned", "h2d_bandwidth_pinned"))}
 NAME_PATTERN = r"^[a-z0-9][a-z0-9.-]*$"  # a slug: never "this", never "<machine>:cuda:N"
 SIZE_PATTERN = r"^[0-9]+(\.[0-9]+)?([eE]\+?[0-9]+)?$"  # FLOPs per call
+OP_NAME = r"^[a-z_][a-z0-9_]*$"
+KEYED = {"op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME}  # figures {key: value}, the key an op, not a size
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message
 # core.calibrate.conv_rate's probe layers, built inline there: (layer, in/out channels and kernel, padding). Repeated
@@ -53,7 +55,8 @@ class HardwareError(ValueError):
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure: a number, or for a sized figure ((FLOPs per call, rate), ...) in increasing FLOPs; `source` a
+    """One figure: a number, for a sized figure ((FLOPs per call, rate), ...) in increasing FLOPs, for a keyed one
+    (KEYED) {key: number}; `source` a
     catalogue source id (or the calibration that measured it), `citation` that source in words."""
     value: float | tuple[tuple[float, float], ...]
     source: str | None
@@ -62,12 +65,16 @@ class Figure:
     citation: str = ""
 
     @property
+    def keyed(self) -> bool:
+        return isinstance(self.value, dict)
+
+    @property
     def sized(self) -> bool:
         return isinstance(self.value, tuple)
 
-    def at(self, flops: float = None) -> float:
-        """The value; a sized one at `flops` per call, interpolated log-log between its sizes and clamped at its
-        ends, or at its largest size when `flops` is None."""
+    def at(self, flops: float = None) -> float | dict[str, float]:
+        """The value (a keyed one's {key: value}); a sized one at `flops` per call, interpolated log-log between
+        its sizes and clamped at its ends, or at its largest size when `flops` is None."""
         if not self.sized:
             return self.value
         sizes, rates = zip(*self.value)
@@ -134,14 +141,20 @@ class Catalogue:
 def _schema(source_ids: list[str]) -> dict:
     text = {"type": "string", "minLength": 1}
     positive = {"type": "number", "exclusiveMinimum": 0}
-    sized = {"type": "object", "minProperties": 1, "propertyNames": {"pattern": SIZE_PATTERN},
-             "additionalProperties": positive}
+    sized = {"type": "object", "minProperties": 1}
+    keys = {field: {"properties": {"value": ({"type": "object", "propertyNames": {"pattern": KEYED[field]},
+                                              "additionalProperties": {"type": "number", "minimum": 0}}
+                                             if field in KEYED else
+                                             {"propertyNames": {"pattern": SIZE_PATTERN},
+                                              "additionalProperties": positive})}}
+            for fields in FIELDS.values() for field in fields}
     figure = {"type": "object", "required": ["value", "assumption", "note"], "additionalProperties": False,
               "properties": {"value": {"if": {"type": "object"}, "then": sized, "else": positive},
                              "source": {"enum": source_ids}, "assumption": {"type": "boolean"}, "note": text},
               "if": {"properties": {"assumption": {"const": False}}}, "then": {"required": ["source"]}}
     per_kind = [{"if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
-                 "then": {"properties": {"figures": {"required": list(fields), "propertyNames": {"enum": list(fields)}}}}}
+                 "then": {"properties": {"figures": {"required": list(fields), "propertyNames": {"enum": list(fields)},
+                                                     "properties": {f: keys[f] for f in fields}}}}}
                 for kind, fields in FIELDS.items()]
     entry = {"type": "object", "required": ["name", "title", "kind", "aliases", "figures"], "additionalProperties": False,
              "properties": {"name": {"type": "string", "pattern": NAME_PATTERN}, "title": text, "kind": {"enum": list(KINDS)},
@@ -236,7 +249,9 @@ def _citation(sources: dict, source_id: str | None) -> str:
     return f"{source['title']} ({source.get('url') or source['where']})"
 
 
-def _value(field: str, value) -> float | tuple[tuple[float, float], ...]:
+def _value(field: str, value) -> float | tuple[tuple[float, float], ...] | dict[str, float]:
+    if field in KEYED:
+        return {key: float(number) for key, number in value.items()}
     if not isinstance(value, dict):
         return float(value)
     points = sorted((float(size), float(rate)) for size, rate in value.items())
@@ -296,6 +311,11 @@ def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
         return Figure(section["launch_overhead"], source, True,
                       "not in the profile: one replay's fixed host cost taken as one kernel launch (launch_overhead)",
                       source)
+    if field in KEYED and field not in section:
+        return Figure({}, source, True, "not in the profile (calibrated before calibrate timed these operations "
+                      "one by one): they cost an add's time", source)
+    if field in KEYED:
+        return Figure(_value(field, section[field]), source, False, describe[field], source)
     if field == "elementwise_rate":
         return Figure(_value(field, section[field]), source, False, describe[field] + ", as FLOPs per call", source)
     return Figure(float(section[field]), source, False, describe.get(field, field), source)

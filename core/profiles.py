@@ -35,6 +35,7 @@ class Field:
     high: float
     kinds: tuple[str, ...]
     sized: bool = False
+    required: bool = True  # False: measured only since some shipped profiles were taken (they lack it)
 
 
 HOST, EVERY, GPU = ("cpu",), ("cpu", "cuda"), ("cuda",)
@@ -68,6 +69,12 @@ FIELDS = (
           "census's count)", 1e6, 1e14, EVERY),
     Field("memory_bandwidth", "B/s", "bytes read + written per second by a large float32 copy_", 1e6, 1e14,
           EVERY),
+    Field("op_call_seconds", "s/call", "fixed seconds per call, beyond its dispatch, of each operation core.op_probes "
+          "lists (its aten name): a line through two sizes of it, where it crosses 0 elements", 0.0, 1e-2, HOST,
+          sized=True, required=False),
+    Field("op_element_seconds", "s/elem", "seconds per element written of each of those operations: that line's "
+          "slope (a function such as tanh costs tens of adds per element)", 0.0, 1e-5, HOST, sized=True,
+          required=False),
     Field("launch_overhead", "s/op", "host time to launch a tiny kernel (1-element add, not waited for)",
           1e-8, 1e-2, GPU),
     Field("shortest_kernel", "s", "device time of that kernel, run back to back with many", 1e-9, 1e-3, GPU),
@@ -90,7 +97,7 @@ FIELDS = (
 
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
 HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
-               "s/node": (1e-6, "µs/node"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"),
+               "s/node": (1e-6, "µs/node"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
                "B/s": (1e9, "GB/s")}
 
 
@@ -110,8 +117,8 @@ def _value_schema(field: Field) -> dict:
 
 def _section_schema(kind: str) -> dict:
     properties = {f.name: _value_schema(f) for f in fields_for(kind)}
-    return {"type": "object", "properties": properties, "required": list(properties),
-            "additionalProperties": False}
+    required = [f.name for f in fields_for(kind) if f.required]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 SCHEMA = {
@@ -197,8 +204,8 @@ def _refuse_constant(name: str):
 def missing_message(machine_id: str = None) -> str:
     """What to tell someone who needs a profile that a machine lacks."""
     if machine_id in (None, devices.fingerprint()["machine_id"]):
-        return "no calibrated profile for this machine: run `python -m core calibrate` (under a minute)"
-    return f"no calibrated profile for machine {machine_id}: run `python -m core calibrate` on it (under a minute)"
+        return "no calibrated profile for this machine: run `python -m core calibrate` (about two minutes)"
+    return f"no calibrated profile for machine {machine_id}: run `python -m core calibrate` on it (about two minutes)"
 
 
 def human(value: float, unit: str) -> tuple[str, str]:
@@ -217,6 +224,8 @@ def rows(profile: dict) -> list[dict]:
     table = []
     for device, values in sections.items():
         for field in fields_for(devices.kind(device)):
+            if field.name not in values:
+                continue
             value = values[field.name]
             for size, number in (value.items() if field.sized else [("", value)]):
                 shown, unit = human(number, field.unit)

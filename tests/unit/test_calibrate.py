@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from core import calibrate, devices, profiles, runlock, settings
+from core import calibrate, devices, op_probes, profiles, runlock, settings
 from core.cli import main
 
 
@@ -27,6 +27,7 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert set(cpu["elementwise_rate"]) == {"4096", "65536", "1048576"}  # the largest: QUICK's 4 MiB of float32
     assert cpu["elementwise_flops"] == cpu["elementwise_rate"]["1048576"]
     assert cpu["optimizer_op_overhead"] >= cpu["op_overhead_no_grad"] * 0.5  # at least the bare op when measured
+    assert set(cpu["op_call_seconds"]) == set(cpu["op_element_seconds"]) == set(op_probes.PROBES)
     assert quick_profile["gpus"] == {} and quick_profile["quick"] is True
     assert quick_profile["machine_id"] == devices.fingerprint()["machine_id"]
     profiles.validate(quick_profile)
@@ -59,7 +60,7 @@ def test_a_calibration_taken_on_a_busy_machine_says_so(quick_profile):
 def test_a_machine_without_a_profile_is_told_how_to_take_one(results_dir):
     assert profiles.load() is None and profiles.all() == {}
     assert profiles.missing_message() == ("no calibrated profile for this machine: run `python -m core calibrate` "
-                                          "(under a minute)")
+                                          "(about two minutes)")
     assert "machine elsewhere-1: run `python -m core calibrate` on it" in profiles.missing_message("elsewhere-1")
 
 

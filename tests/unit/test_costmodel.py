@@ -13,6 +13,8 @@ CPU_FIGURES = {
     # a = 62 us per batch, c = 2 us per sample: L1 = a + c = 64 us, L64 = a / 64 + c = 0.96875 + 2 us
     "loader_batch1_per_sample": 64 * US, "loader_batched_per_sample": 2.96875 * US,
     "matmul_flops": 1e11, "conv_flops": 5e10, "elementwise_rate": 1e9, "memory_bandwidth": 1e10,
+    # the ops timed one by one: tanh 3 us a call + 20 ns per element written, sort its 50 ns per element alone
+    "op_call_seconds": {"tanh": 3 * US, "sort": 0.0}, "op_element_seconds": {"tanh": 20e-9, "sort": 50e-9},
 }
 GPU_FIGURES = {
     "matmul_flops": 1e13, "conv_flops": 5e12, "memory_bandwidth": 1e12, "launch_overhead": 9 * US,  # an eager op launching: 5 us dispatch (no grad) + 4 us launch
@@ -228,6 +230,24 @@ def test_a_gpu_units_host_side_work_costs_host_compute_and_shape_inference_none(
     # On a CPU likewise: the host's mm 5 us + 10 ms (compute), the shape inference 5 us.
     found = predict(census([host_mm, inferred], [stretch([(0, 1), (1, 1)])], device="cpu"), cpu())
     assert_parts(found, parts(host=10 * US, compute=10e-3))
+
+
+def test_an_op_timed_one_by_one_costs_its_line_where_that_is_more_than_its_elements_and_bytes():
+    tanh = op("aten.tanh", where="cpu", flops=1000, bytes=8000)      # line 3 us + 1000 x 20 ns = 23 us
+    in_place = op("aten.tanh_", where="cpu", flops=1000, bytes=8000)  # an in-place variant: the same 23 us
+    sort = op("aten.sort", where="cpu", flops=10, bytes=1e6)          # line 0.5 us < bytes 1e6 / 1e10 = 100 us
+    add = op("aten.add", where="cpu", flops=1000, bytes=12000)        # not listed: max(1 us, 1.2 us) = 1.2 us
+    found = predict(census([tanh, in_place, sort, add], [stretch([(0, 1), (1, 1), (2, 1), (3, 1)])], device="cpu"),
+                    cpu())
+    # 4 ops x 5 us of overhead; 23 + 23 + 100 + 1.2 us of work
+    assert_parts(found, parts(host=20 * US, compute=147.2 * US))
+
+
+def test_a_host_without_those_figures_costs_every_op_at_the_add_rate():
+    tanh = op("aten.tanh", where="cpu", flops=1000, bytes=8000)  # max(1000 / 1e9, 8000 / 1e10) = 1 us
+    found = predict(census([tanh], [stretch([(0, 1)])], device="cpu"),
+                    cpu(op_call_seconds={}, op_element_seconds={}))
+    assert_parts(found, parts(host=5 * US, compute=1 * US))
 
 
 def test_sized_figures_are_read_at_the_operations_flops_per_call():

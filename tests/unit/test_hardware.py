@@ -23,7 +23,8 @@ def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
            "optimizer_op_overhead": 5e-6, "loader_batch1_per_sample": 30e-6,
            "loader_batched_per_sample": 5e-6, "matmul_flops": {"64": 4e10, "256": 1.5e11},
            "conv1d_flops": {"8x16x256": 3e10}, "conv2d_flops": {"8x16x16x16": 5e10},
-           "elementwise_rate": {"4096": 1e9, "1048576": 2e9}, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10}
+           "elementwise_rate": {"4096": 1e9, "1048576": 2e9}, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10,
+           "op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1e-9, "sort": 3e-9}}
     gpu = {"matmul_flops": {"64": 1e11, "1024": 1e13}, "conv1d_flops": {"8x16x256": 1e12},
            "conv2d_flops": {"8x16x16x16": 2e12}, "elementwise_rate": {"1048576": 1e11}, "elementwise_flops": 1e11,
            "memory_bandwidth": 1e12, "launch_overhead": 6e-6, "shortest_kernel": 2e-6, "sync_round_trip": 1e-5,
@@ -52,6 +53,9 @@ def test_the_shipped_catalogue_validates_and_every_entry_has_every_figure_of_its
     for device in book.devices.values():
         assert set(device.figures) == set(hardware.FIELDS[device.kind]), device.name
         for figure in device.figures.values():
+            if figure.keyed:  # an op's fixed part or time per element: 0 where it has none
+                assert figure.value and all(v >= 0 for v in figure.value.values()), device.name
+                continue
             points = figure.value if figure.sized else ((1.0, figure.value),)
             assert all(size > 0 and rate > 0 for size, rate in points), device.name
 
@@ -103,6 +107,18 @@ def _negative_size(document):
     entry(document, "t4")["figures"]["matmul_flops"]["value"]["524288"] = -5.0
 
 
+def _negative_op_time(document):
+    entry(document, "typical-cpu")["figures"]["op_element_seconds"]["value"]["tanh"] = -1e-9
+
+
+def _size_for_an_op(document):
+    entry(document, "typical-cpu")["figures"]["op_call_seconds"]["value"]["4096"] = 1e-6
+
+
+def _sized_figure_keyed_by_an_op(document):
+    entry(document, "t4")["figures"]["matmul_flops"]["value"]["tanh"] = 1e12
+
+
 def _missing_field(document):
     del entry(document, "t4")["figures"]["conv_flops"]
 
@@ -131,6 +147,10 @@ def _cpu_as_a_writeup_gpu(document):
     (_without_source, "hardware['t4'].figures.memory_bandwidth: 'source' is a required property"),
     (_negative, "hardware['t4'].figures.launch_overhead.value: -1e-06 is less than or equal to the minimum of 0"),
     (_negative_size, "hardware['t4'].figures.matmul_flops.value.524288: -5.0 is less than or equal"),
+    (_negative_op_time, "hardware['typical-cpu'].figures.op_element_seconds.value.tanh: -1e-09 is less than the "
+                        "minimum of 0"),
+    (_size_for_an_op, "hardware['typical-cpu'].figures.op_call_seconds.value: '4096' does not match"),
+    (_sized_figure_keyed_by_an_op, "hardware['t4'].figures.matmul_flops.value: 'tanh' does not match"),
     (_missing_field, "hardware['t4'].figures: 'conv_flops' is a required property"),
     (_unknown_source, "hardware['t4'].figures.memory_bandwidth.source: 'hearsay' is not one of"),
     (_assumption_without_note, "hardware['i9-12900kf'].figures.memory_bandwidth.note: '' should be non-empty"),
@@ -189,6 +209,23 @@ def test_a_calibrated_cpu_converts_sizes_to_flops_per_call_and_merges_the_convol
     assert cpu.value("memory_bandwidth") == 1.6e10
     assert cpu.figures["elementwise_rate"].value == ((4096.0, 1e9), (1048576.0, 2e9))  # elements: one FLOP each
     assert cpu.value("elementwise_rate", flops=64) == pytest.approx(1e9) and cpu.value("elementwise_rate", flops=2**24) == pytest.approx(2e9)
+
+
+def test_a_calibrated_cpu_keeps_its_ops_timed_one_by_one_keyed_by_op(this_profile):
+    cpu = hardware.from_profile(this_profile, "cpu")
+    assert cpu.figures["op_call_seconds"].keyed and not cpu.figures["op_call_seconds"].sized
+    assert cpu.value("op_call_seconds") == {"tanh": 2e-6, "sort": 0.0}
+    assert cpu.value("op_element_seconds") == {"tanh": 1e-9, "sort": 3e-9}
+
+
+def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_and_says_so(results_dir):
+    older = made_profile("older-machine")
+    for field in ("op_call_seconds", "op_element_seconds"):
+        del older["cpu"][field]
+    cpu = hardware.from_profile(older, "cpu")
+    assert sorted(cpu.assumptions) == ["op_call_seconds", "op_element_seconds"]
+    assert cpu.value("op_element_seconds") == {}
+    assert "they cost an add's time" in cpu.figures["op_call_seconds"].note
 
 
 def test_a_calibrated_gpu_takes_its_graph_replay_fixed_cost_from_its_launch_when_it_lacks_one(this_profile):
