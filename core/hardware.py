@@ -5,7 +5,8 @@ hardware each write-up ran on; and calibrated profiles (core.profiles): this mac
 whose profile sits in the results folder.
 
 Names `resolve` takes, case-insensitive: "this" (this machine's CPU), "this:cuda:N", a calibrated machine's id and
-"<id>:cuda:N", a catalogue name or alias. A sized figure's value is {FLOPs per call: rate}, interpolated log-log."""
+"<id>:cuda:N", a catalogue name or alias. A sized figure's value is {FLOPs per call: rate}, interpolated log-log; a
+keyed one's {operation: value}."""
 import json
 import re
 import warnings
@@ -55,10 +56,10 @@ class HardwareError(ValueError):
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure: a number, for a sized figure ((FLOPs per call, rate), ...) in increasing FLOPs, for a keyed one
-    (KEYED) {key: number}; `source` a
-    catalogue source id (or the calibration that measured it), `citation` that source in words."""
-    value: float | tuple[tuple[float, float], ...]
+    """One figure: a number; for a sized figure ((FLOPs per call, rate), ...) in increasing FLOPs; for a keyed one
+    (KEYED) {key: number}. `source` a catalogue source id (or the calibration that measured it), `citation` that
+    source in words."""
+    value: float | tuple[tuple[float, float], ...] | dict[str, float]
     source: str | None
     assumption: bool
     note: str
@@ -311,10 +312,10 @@ def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
         return Figure(section["launch_overhead"], source, True,
                       "not in the profile: one replay's fixed host cost taken as one kernel launch (launch_overhead)",
                       source)
-    if field in KEYED and field not in section:
-        return Figure({}, source, True, "not in the profile (calibrated before calibrate timed these operations "
-                      "one by one): they cost an add's time", source)
     if field in KEYED:
+        if field not in section:
+            return Figure({}, source, True, "not in the profile (calibrated before calibrate timed these operations "
+                          "one by one): they cost an add's time", source)
         return Figure(_value(field, section[field]), source, False, describe[field], source)
     if field == "elementwise_rate":
         return Figure(_value(field, section[field]), source, False, describe[field] + ", as FLOPs per call", source)
