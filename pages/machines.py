@@ -49,7 +49,7 @@ for mid, fp in fingerprints.items():
     table = pd.DataFrame(profiles.rows(profile))
     table["value"] = table["value"] + " " + table.pop("unit")
     st.dataframe(table, hide_index=True, height="content",
-                 column_config={"size": st.column_config.TextColumn(width=110),
+                 column_config={"size": st.column_config.TextColumn("size or operation", width=190),
                                 "what it is": st.column_config.TextColumn(width="large")})
 
 st.subheader("Runs")
