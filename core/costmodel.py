@@ -52,8 +52,6 @@ One model and one set of figures per piece of hardware: no factor per experiment
 import math
 from dataclasses import dataclass, fields, replace
 
-from core import op_probes
-
 PARTS = ("host", "launches", "loading", "compute", "copies", "sync")
 PHASES = ("step", "loading", "graph", "optimizer")
 PYTHON_PHASES = ("step", "optimizer")  # where the host runs the unit's Python (not a fetch, not a replay)
@@ -198,11 +196,17 @@ def _host_work(op: dict, host) -> float:
     """Seconds of one call's work on a CPU; an operation the host has timed one by one (core.op_probes) costs its
     line (a fixed part and a part per element written) if that is more than its FLOPs' and bytes' time."""
     work = _work_seconds(op, host, "elementwise_rate")
-    name = op_probes.census_name(op["op"])
+    name = op_name(op["op"])
     per_element = host.value("op_element_seconds").get(name)
     if op["formula"] or per_element is None:
         return work
     return max(work, host.value("op_call_seconds").get(name, 0.0) + op["flops"] * per_element)
+
+
+def op_name(op: str) -> str:
+    """A census's operation as the host's op-by-op figures name it (core.op_probes): 'aten.tanh_' -> 'tanh' (an
+    in-place variant costs what its function does)."""
+    return op.removeprefix("aten.").removesuffix("_")
 
 
 def _transfer_seconds(copy: dict, gpu) -> float:

@@ -112,7 +112,7 @@ def _max_pool_backward(rows):
     return lambda: aten.max_pool2d_with_indices_backward(grad, x, [1, 2], [1, 2], [0, 0], [1, 1], False, indices)
 
 
-# name (as the census spells an operation, less "aten." and an in-place "_") -> a builder taking the rows
+# name (core.costmodel.op_name: the census's, less "aten." and an in-place "_") -> a builder taking the rows
 PROBES = {
     **{name: _pointwise(name) for name in ("tanh", "sigmoid", "exp", "log", "erf", "gelu", "silu", "softplus", "elu",
                                            "mish")},
@@ -128,9 +128,3 @@ PROBES = {
     "sort": _sort, "cat": _cat, "max": _max,
     "max_pool2d_with_indices": _max_pool, "max_pool2d_with_indices_backward": _max_pool_backward,
 }
-
-
-def census_name(op: str) -> str:
-    """A census's operation as PROBES names it: 'aten.tanh_' -> 'tanh' (an in-place variant costs what its
-    function does)."""
-    return op.removeprefix("aten.").removesuffix("_")
