@@ -34,6 +34,9 @@ OPTIMIZER_PARAMS = (1, 32)  # parameter tensors of the optimiser probe's two ste
 OPTIMIZER_PARAM_ELEMENTS = 16
 SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors
 LISTED_OP_ROWS = (128, 4096)  # core.op_probes' two sizes: one thread's work, and two threads' (ATen's grain: 32,768)
+# The narrow-GEMM probe: a batch of rows through a layer of a few outputs (a small model's last layers and their
+# gradients), as wide as one vector register of floats and beyond, where a GEMM reaches its FLOP rate.
+NARROW_GEMM_LEFT, NARROW_COLUMNS = (4096, 32), (1, 2, 4, 8, 16)
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 
 
@@ -176,6 +179,17 @@ def matmul_rate(device: str, effort: Effort) -> dict:
     return {"matmul_flops": rates}
 
 
+def narrow_gemm_cost(device: str, effort: Effort) -> dict:
+    """Seconds per element of the left operand of a GEMM whose output is N columns wide, per N in NARROW_COLUMNS."""
+    rows, inner = NARROW_GEMM_LEFT
+    left = torch.randn(rows, inner, device=device)
+    per_element = {}
+    for columns in NARROW_COLUMNS:
+        right = torch.randn(inner, columns, device=device)
+        per_element[str(columns)] = _work_seconds(lambda: torch.mm(left, right), device, effort) / (rows * inner)
+    return {"narrow_gemm_seconds": per_element}
+
+
 def conv_rate(device: str, effort: Effort) -> dict:
     conv1d = torch.nn.Conv1d(16, 32, 5, padding=2, device=device)
     conv2d = torch.nn.Conv2d(16, 32, 3, padding=1, device=device)
@@ -303,6 +317,7 @@ PROBES = (
     Probe("convolutions", profiles.EVERY, conv_rate),
     Probe("elementwise", profiles.EVERY, elementwise_rate),
     Probe("listed operations", profiles.HOST, listed_op_costs),
+    Probe("narrow GEMMs", profiles.HOST, narrow_gemm_cost),
     Probe("memory bandwidth", profiles.EVERY, memory_bandwidth),
     Probe("launch and sync", profiles.GPU, launch_and_sync),
     Probe("copies", profiles.GPU, copies),

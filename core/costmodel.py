@@ -14,7 +14,9 @@ The rules on a GPU target, per operation call:
   conv_flops for a convolution (an operation with a FLOP formula and 'conv' in its name), matmul_flops
   for another formula operation and elementwise_rate for a per-element one (one FLOP per element
   written); an operation the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...)
-  costs at least its line, op_call_seconds + op_element_seconds per element written. Other work off the
+  costs at least its line, op_call_seconds + op_element_seconds per element written; a GEMM (mm, addmm, bmm,
+  baddbmm) at least its left operand's elements at narrow_gemm_seconds for the widest output the host measured no
+  wider than its own (a GEMM whose output has a few columns runs far below the FLOP rate). Other work off the
   unit's device is shape inference on the meta device: it computes nothing.
 - Python no operation shows: a stretch's module calls cost module_call each and its optimiser steps
   optimizer_step each, on the host.
@@ -57,6 +59,7 @@ PHASES = ("step", "loading", "graph", "optimizer")
 PYTHON_PHASES = ("step", "optimizer")  # where the host runs the unit's Python (not a fetch, not a replay)
 DIRECTIONS = ("h2d", "d2h", "d2d")
 LOADER_BATCH = 64  # the batch of the host's loader_batched_per_sample figure
+GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm": 1}  # where a GEMM's two matrices start
 MISSING = object()
 
 
@@ -194,13 +197,38 @@ def _work_seconds(op: dict, device, elementwise: str | None) -> float:
 
 def _host_work(op: dict, host) -> float:
     """Seconds of one call's work on a CPU; an operation the host has timed one by one (core.op_probes) costs its
-    line (a fixed part and a part per element written) if that is more than its FLOPs' and bytes' time."""
+    line (a fixed part and a part per element written), and a narrow GEMM its left operand's elements, if that is
+    more than its FLOPs' and bytes' time."""
     work = _work_seconds(op, host, "elementwise_rate")
+    if op["formula"]:
+        return max(work, _narrow_gemm_seconds(op, host))
     name = op_name(op["op"])
     per_element = host.value("op_element_seconds").get(name)
-    if op["formula"] or per_element is None:
+    if per_element is None:
         return work
     return max(work, host.value("op_call_seconds").get(name, 0.0) + op["flops"] * per_element)
+
+
+def _narrow_gemm_seconds(op: dict, host) -> float:
+    """A GEMM's elements of its left operand at the host's cost per element for the widest output it measured
+    no wider than this one's (0 when it measured none so narrow, or the operation is no GEMM)."""
+    left_at = GEMM_LEFT_OPERAND.get(op["op"])
+    per_element = host.value("narrow_gemm_seconds")
+    if left_at is None or not per_element:
+        return 0.0
+    left, right = _gemm_operands(op, left_at)
+    widths = [int(width) for width in per_element if int(width) <= right[-1]]
+    return math.prod(left) * per_element[str(max(widths))] if widths else 0.0
+
+
+def _gemm_operands(op: dict, left_at: int) -> tuple[list[int], list[int]]:
+    shapes = op.get("shapes")
+    operands = shapes[left_at:left_at + 2] if isinstance(shapes, list) else []
+    if len(operands) != 2 or not all(isinstance(shape, list) and len(shape) >= 2 and all(
+            isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in shape) for shape in operands):
+        raise PredictionError(f"census: {op['op']}'s shapes: {_shown(shapes)}; expected its two matrices' shapes "
+                              f"(lists of 2 or more whole numbers >= 0) from position {left_at}")
+    return operands
 
 
 def op_name(op: str) -> str:

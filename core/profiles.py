@@ -75,6 +75,9 @@ FIELDS = (
     Field("op_element_seconds", "s/elem", "seconds per element written of each of those operations: that line's "
           "slope (a function such as tanh costs tens of adds per element)", 0.0, 1e-5, HOST, sized=True,
           required=False),
+    Field("narrow_gemm_seconds", "s/elem", "seconds per element of the left operand of a torch.mm whose output is "
+          "only a few columns wide (4096 x 32 by 32 x N, size: N columns): so narrow a GEMM runs far below its FLOP "
+          "rate, at a cost per element it reads", 0.0, 1e-5, HOST, sized=True, required=False),
     Field("launch_overhead", "s/op", "host time to launch a tiny kernel (1-element add, not waited for)",
           1e-8, 1e-2, GPU),
     Field("shortest_kernel", "s", "device time of that kernel, run back to back with many", 1e-9, 1e-3, GPU),

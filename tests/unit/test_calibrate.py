@@ -28,6 +28,7 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert cpu["elementwise_flops"] == cpu["elementwise_rate"]["1048576"]
     assert cpu["optimizer_op_overhead"] >= cpu["op_overhead_no_grad"] * 0.5  # at least the bare op when measured
     assert set(cpu["op_call_seconds"]) == set(cpu["op_element_seconds"]) == set(op_probes.PROBES)
+    assert set(cpu["narrow_gemm_seconds"]) == {str(n) for n in calibrate.NARROW_COLUMNS}
     assert quick_profile["gpus"] == {} and quick_profile["quick"] is True
     assert quick_profile["machine_id"] == devices.fingerprint()["machine_id"]
     profiles.validate(quick_profile)

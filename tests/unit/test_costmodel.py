@@ -15,6 +15,7 @@ CPU_FIGURES = {
     "matmul_flops": 1e11, "conv_flops": 5e10, "elementwise_rate": 1e9, "memory_bandwidth": 1e10,
     # the ops timed one by one: tanh 3 us a call + 20 ns per element written, sort its 50 ns per element alone
     "op_call_seconds": {"tanh": 3 * US, "sort": 0.0}, "op_element_seconds": {"tanh": 20e-9, "sort": 50e-9},
+    "narrow_gemm_seconds": {},  # no narrow GEMM measured: every GEMM at its FLOP rate (the cases below give some)
 }
 GPU_FIGURES = {
     "matmul_flops": 1e13, "conv_flops": 5e12, "memory_bandwidth": 1e12, "launch_overhead": 9 * US,  # an eager op launching: 5 us dispatch (no grad) + 4 us launch
@@ -248,6 +249,29 @@ def test_a_host_without_those_figures_costs_every_op_at_the_add_rate():
     found = predict(census([tanh], [stretch([(0, 1)])], device="cpu"),
                     cpu(op_call_seconds={}, op_element_seconds={}))
     assert_parts(found, parts(host=5 * US, compute=1 * US))
+
+
+NARROW = {"2": 1e-9, "16": 0.2e-9}  # seconds per element of the left operand, outputs 2-15 and 16+ columns wide
+
+
+def gemm(name, shapes, flops) -> dict:
+    return op(name, where="cpu", formula=True, flops=flops, shapes=shapes)
+
+
+def test_a_gemm_with_a_narrow_output_costs_its_left_operands_elements_where_that_is_more_than_its_flops():
+    narrow = gemm("aten.addmm", [[5], [1000, 32], [32, 5]], 320_000)  # 32,000 x 1 ns = 32 us > 320,000 / 1e11 = 3.2 us
+    batched = gemm("aten.bmm", [[3, 1000, 32], [3, 32, 5]], 960_000)   # 96,000 x 1 ns = 96 us > 9.6 us
+    wide = gemm("aten.mm", [[1000, 32], [32, 64]], 4_096_000)        # 32,000 x 0.2 ns = 6.4 us < 40.96 us
+    column = gemm("aten.mm", [[1000, 32], [32, 1]], 64_000)          # no width measured at or below 1: 0.64 us
+    found = predict(census([narrow, batched, wide, column], [stretch([(0, 1), (1, 1), (2, 1), (3, 1)])],
+                           device="cpu"), cpu(narrow_gemm_seconds=NARROW))
+    assert_parts(found, parts(host=20 * US, compute=(32 + 96 + 40.96 + 0.64) * US))
+
+
+def test_a_gemm_without_its_matrices_shapes_is_refused_by_name():
+    broken = gemm("aten.addmm", [[5], [1000, 32]], 320_000)  # the right matrix is missing
+    with pytest.raises(PredictionError, match=r"aten.addmm's shapes: .* expected its two matrices' shapes"):
+        predict(census([broken], [stretch([(0, 1)])], device="cpu"), cpu(narrow_gemm_seconds=NARROW))
 
 
 def test_sized_figures_are_read_at_the_operations_flops_per_call():

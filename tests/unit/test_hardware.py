@@ -24,7 +24,8 @@ def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
            "loader_batched_per_sample": 5e-6, "matmul_flops": {"64": 4e10, "256": 1.5e11},
            "conv1d_flops": {"8x16x256": 3e10}, "conv2d_flops": {"8x16x16x16": 5e10},
            "elementwise_rate": {"4096": 1e9, "1048576": 2e9}, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10,
-           "op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1e-9, "sort": 3e-9}}
+           "op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1e-9, "sort": 3e-9},
+           "narrow_gemm_seconds": {"2": 5e-10, "16": 2e-10}}
     gpu = {"matmul_flops": {"64": 1e11, "1024": 1e13}, "conv1d_flops": {"8x16x256": 1e12},
            "conv2d_flops": {"8x16x16x16": 2e12}, "elementwise_rate": {"1048576": 1e11}, "elementwise_flops": 1e11,
            "memory_bandwidth": 1e12, "launch_overhead": 6e-6, "shortest_kernel": 2e-6, "sync_round_trip": 1e-5,
@@ -115,6 +116,10 @@ def _size_for_an_op(document):
     entry(document, "typical-cpu")["figures"]["op_call_seconds"]["value"]["4096"] = 1e-6
 
 
+def _an_op_for_a_width(document):
+    entry(document, "typical-cpu")["figures"]["narrow_gemm_seconds"]["value"]["tanh"] = 1e-9
+
+
 def _sized_figure_keyed_by_an_op(document):
     entry(document, "t4")["figures"]["matmul_flops"]["value"]["tanh"] = 1e12
 
@@ -150,6 +155,7 @@ def _cpu_as_a_writeup_gpu(document):
     (_negative_op_time, "hardware['typical-cpu'].figures.op_element_seconds.value.tanh: -1e-09 is less than the "
                         "minimum of 0"),
     (_size_for_an_op, "hardware['typical-cpu'].figures.op_call_seconds.value: '4096' does not match"),
+    (_an_op_for_a_width, "hardware['typical-cpu'].figures.narrow_gemm_seconds.value: 'tanh' does not match"),
     (_sized_figure_keyed_by_an_op, "hardware['t4'].figures.matmul_flops.value: 'tanh' does not match"),
     (_missing_field, "hardware['t4'].figures: 'conv_flops' is a required property"),
     (_unknown_source, "hardware['t4'].figures.memory_bandwidth.source: 'hearsay' is not one of"),
@@ -216,16 +222,18 @@ def test_a_calibrated_cpu_keeps_its_ops_timed_one_by_one_keyed_by_op(this_profil
     assert cpu.figures["op_call_seconds"].keyed and not cpu.figures["op_call_seconds"].sized
     assert cpu.value("op_call_seconds") == {"tanh": 2e-6, "sort": 0.0}
     assert cpu.value("op_element_seconds") == {"tanh": 1e-9, "sort": 3e-9}
+    assert cpu.value("narrow_gemm_seconds") == {"2": 5e-10, "16": 2e-10}  # keyed by output columns, not by FLOPs
 
 
 def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_and_says_so(results_dir):
     older = made_profile("older-machine")
-    for field in ("op_call_seconds", "op_element_seconds"):
+    for field in ("op_call_seconds", "op_element_seconds", "narrow_gemm_seconds"):
         del older["cpu"][field]
     cpu = hardware.from_profile(older, "cpu")
-    assert sorted(cpu.assumptions) == ["op_call_seconds", "op_element_seconds"]
-    assert cpu.value("op_element_seconds") == {}
-    assert "they cost an add's time" in cpu.figures["op_call_seconds"].note
+    assert sorted(cpu.assumptions) == ["narrow_gemm_seconds", "op_call_seconds", "op_element_seconds"]
+    assert cpu.value("op_element_seconds") == cpu.value("narrow_gemm_seconds") == {}
+    assert "these operations cost an add's time" in cpu.figures["op_call_seconds"].note
+    assert "a narrow GEMM costs its FLOPs' time" in cpu.figures["narrow_gemm_seconds"].note
 
 
 def test_a_calibrated_gpu_takes_its_graph_replay_fixed_cost_from_its_launch_when_it_lacks_one(this_profile):
