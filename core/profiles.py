@@ -98,6 +98,8 @@ FIELDS = (
           1e-9, 1e-3, GPU),
 )
 
+OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
+
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
 HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
                "s/node": (1e-6, "µs/node"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
@@ -219,6 +221,14 @@ def human(value: float, unit: str) -> tuple[str, str]:
 
 def _digits(number: float) -> str:
     return f"{number:,.0f}" if number >= 100 else f"{number:#.3g}"
+
+
+def op_rows(profile: dict) -> list[dict]:
+    """The CPU's operations timed one by one (OP_FIGURES) as table rows in display units, one per operation: its
+    fixed part per call and its time per element written."""
+    calls, elements = (profile["cpu"].get(field, {}) for field in OP_FIGURES)
+    return [{"operation": name, "per call": " ".join(human(calls[name], "s/call")),
+             "per element written": " ".join(human(elements[name], "s/elem"))} for name in calls if name in elements]
 
 
 def rows(profile: dict) -> list[dict]:

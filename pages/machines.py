@@ -46,11 +46,16 @@ for mid, fp in fingerprints.items():
     busy = profiles.busy_note(profile)
     if busy:
         st.warning(busy.capitalize() + ".", icon="⚠️")
-    table = pd.DataFrame(profiles.rows(profile))
+    table = pd.DataFrame([row for row in profiles.rows(profile) if row["field"] not in profiles.OP_FIGURES])
     table["value"] = table["value"] + " " + table.pop("unit")
     st.dataframe(table, hide_index=True, height="content",
-                 column_config={"size": st.column_config.TextColumn("size or operation", width=190),
+                 column_config={"size": st.column_config.TextColumn("size or width", width=150),
                                 "what it is": st.column_config.TextColumn(width="large")})
+    timed = profiles.op_rows(profile)
+    if timed:
+        with st.expander(f"The {len(timed)} operations timed one by one: a fixed part per call beyond its dispatch, "
+                         f"and a time per element written (`core/op_probes.py`)"):
+            st.dataframe(pd.DataFrame(timed), hide_index=True)
 
 st.subheader("Runs")
 runs = results.runs_frame(records)

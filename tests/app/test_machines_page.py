@@ -33,7 +33,9 @@ def test_a_machine_without_a_profile_is_invited_to_calibrate(results_dir):
 
 def test_a_calibrated_machine_shows_its_profile_table(results_dir):
     here = devices.fingerprint()["machine_id"]
-    profiles.save(made_profile(here, gpus=("cuda:0", "cuda:1")))
+    profile = made_profile(here, gpus=("cuda:0", "cuda:1"))
+    profile["cpu"] |= {"op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1.5e-9, "sort": 3e-9}}
+    profiles.save(profile)
     at = render("pages/machines.py")
     assert not at.exception
     [table] = profile_tables(at)
@@ -42,6 +44,11 @@ def test_a_calibrated_machine_shows_its_profile_table(results_dir):
     matmul = table[(table["device"] == "cpu") & (table["field"] == "matmul_flops")]
     assert list(matmul["size"]) == ["64", "256"] and list(matmul["value"]) == ["316 GFLOP/s", "632 GFLOP/s"]
     assert list(table[table["field"] == "sync_round_trip"]["value"]) == ["100 µs", "100 µs"]
+    assert not set(table["field"]) & set(profiles.OP_FIGURES)  # the operations timed one by one have their own table
+    [timed] = [d.value for d in at.dataframe if "operation" in d.value.columns]
+    assert list(timed.columns) == ["operation", "per call", "per element written"]
+    assert timed.to_dict("records") == [{"operation": "tanh", "per call": "2.00 µs/call", "per element written": "1.50 ns/elem"},
+                                        {"operation": "sort", "per call": "0.00 µs/call", "per element written": "3.00 ns/elem"}]
     caption = " ".join(c.value for c in at.caption)
     assert "taken 2026-01-02 03:04 UTC in 42 s by code 0123456789" in caption
     assert NOT_CALIBRATED not in page_text(at)
