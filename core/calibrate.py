@@ -78,15 +78,15 @@ def _host_only(device: str) -> None:
     """The sync of a clock that does not wait for the device: it reads the host's own time."""
 
 
-def _work_seconds(fn: Callable[[], object], device: str, effort: Effort) -> float:
+def _work_seconds(fn: Callable[[], object], device: str, effort: Effort, counted: dict = None) -> float:
     """Seconds of the work in a call of `fn`: on the CPU its time less its operations' dispatch at the bare op
     figure (the cost model counts that as host time), never below MIN_WORK_SHARE of the call; on a GPU
-    the whole call, which waits for the device."""
+    the whole call, which waits for the device. `counted`: the call's census summary, when already taken."""
     seconds = _seconds(fn, device, effort)
     if devices.kind(device) != "cpu":
         return seconds
-    fn()
-    dispatch = census.of(fn, device).summary()["operations"] * _bare_op_seconds(device, effort)
+    operations = (counted or _counted(fn, device))["operations"]
+    dispatch = operations * _bare_op_seconds(device, effort)
     return max(seconds - dispatch, MIN_WORK_SHARE * seconds)
 
 
@@ -236,7 +236,14 @@ def listed_op_costs(device: str, effort: Effort) -> dict:
 
 
 def _elements_and_seconds(fn: Callable[[], object], device: str, effort: Effort) -> tuple[float, float]:
-    return census.of(fn, device).summary()["flops"], _work_seconds(fn, device, effort)
+    counted = _counted(fn, device)
+    return counted["flops"], _work_seconds(fn, device, effort, counted)
+
+
+def _counted(fn: Callable[[], object], device: str) -> dict:
+    """The census summary of a call of `fn` after a first one (whatever that first call sets up is not counted)."""
+    fn()
+    return census.of(fn, device).summary()
 
 
 def memory_bandwidth(device: str, effort: Effort) -> dict:

@@ -12,9 +12,11 @@ the record loader globs */*.json)."""
 import importlib
 import json
 import math
+import os
 import statistics
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -327,15 +329,18 @@ def load(machine_id: str = None) -> pd.DataFrame:
 
 def latest() -> pd.DataFrame | None:
     """This machine's saved table, or else the latest another machine saved (the figures are predicted on the
-    write-ups' hardware either way); None when no machine has saved a readable one."""
+    write-ups' hardware either way); None when no machine has saved a readable one. A saved file that cannot be
+    read (broken, foreign, not a regular file) is skipped with a warning naming it and why."""
     folder = settings.results_dir()
     here = devices.fingerprint()["machine_id"]
     loaded = []
     for machine_id in sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
+        if not os.path.lexists(path(machine_id)):  # none saved there
+            continue
         try:
             loaded.append(load(machine_id))
-        except ValueError:  # none saved there, or not a table of this schema
-            continue
+        except ValueError as e:
+            warnings.warn(f"The saved write-up validation cannot be read: {e}", stacklevel=2)
     if not loaded:
         return None
     return max(loaded, key=lambda f: (f.attrs.get("machine_id") == here, f.attrs.get("taken") or ""))

@@ -1,4 +1,4 @@
-import os
+import warnings
 
 import pandas as pd
 import streamlit as st
@@ -78,12 +78,11 @@ st.markdown(f"Every timing figure the write-ups publish, predicted on the hardwa
             f"driven by its CPU; an assumption where it does not say) beside the published figure: ratio = "
             f"predicted / published, close when within {writeups.WITHIN:g}x. Where the write-up's own method (its "
             f"clock, its loop) explains a gap, the method column says how.")
-if os.path.lexists(writeups.path()):  # a link or a pipe there is named, never followed
-    try:
-        writeups.load()
-    except ValueError as e:  # a broken or foreign file: say which and why, as for a record
-        st.warning(f"The saved write-up validation cannot be read: {e}", icon="⚠️")
-validation = writeups.latest()  # this machine's, else the latest another machine saved: the same hardware predicted
+with warnings.catch_warnings(record=True) as skipped:  # a broken or foreign file: named with why, as for a record
+    warnings.simplefilter("always")
+    validation = writeups.latest()  # this machine's, else the latest another machine saved: the same hardware predicted
+for warning in skipped:
+    st.warning(str(warning.message), icon="⚠️")
 not_here = ("." if settings.read_only() else ": `python -m core predict --writeups` takes the census of each "
             "figure's workload and saves the table here (a minute or two).")
 if validation is not None and validation.attrs.get("machine_id") != here:

@@ -167,6 +167,22 @@ def test_save_and_load_round_trip_beside_the_records_not_among_them(stubbed, res
     assert loaded.attrs["code_version"] and loaded.attrs["taken"] and loaded.attrs["censuses"] == 2
 
 
+def test_latest_skips_a_broken_table_with_a_warning_naming_it_and_an_empty_folder_silently(stubbed, results_dir):
+    take, _ = stubbed
+    writeups.save(writeups.validate(take=take, only=["cnn-10-epochs.gpu.batch_size16"]))
+    broken = writeups.path("broken-machine-0000")
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{not json")
+    (results_dir / "empty-machine-0000").mkdir()
+    with pytest.warns(UserWarning) as caught:
+        found = writeups.latest()
+    assert [str(w.message) for w in caught] == [
+        f"The saved write-up validation cannot be read: {broken}: Expecting property name enclosed in double quotes: "
+        f"line 1 column 2 (char 1)"]
+    assert list(found["id"]) == ["cnn-10-epochs.gpu.batch_size16"]
+    assert found.attrs["machine_id"] == devices.fingerprint()["machine_id"]
+
+
 def test_save_is_refused_read_only_and_load_says_why(monkeypatch, results_dir):
     frame = pd.DataFrame(columns=list(writeups.COLUMNS))
     monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
