@@ -26,6 +26,7 @@ FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
 LOADER_BATCH = 64
 LOADER_FEATURES = 16
+LOADER_PASS_BATCHES, LOADER_PASSES = 256, 3  # the DataLoader per batch size: batches per pass (at most), passes
 TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's training step: Linear, ReLU, Linear
 # One sample of a short input per conv probe: a small model's layers cost what such a call costs (a fixed
 # part, forward and backward, far above its FLOPs at a larger input's rate), so the sized rates reach down to it.
@@ -45,7 +46,8 @@ class Effort:
     """How hard to look: the passes over every probe, each timing's repeats and block length (micro), the sizes
     of the sized fields
     (the elementwise ones SMALL_ELEMENTWISE below the large tensors),
-    the samples per DataLoader pass (batch 1, batched), the bytes of the large tensors per device kind,
+    the samples per DataLoader pass (batch 1, batched), the batch sizes of the DataLoader per batch size and the
+    rows it passes over at most, the bytes of the large tensors per device kind,
     the nodes of the replayed graph and the kernels queued back to back."""
     passes: int
     repeats: int
@@ -54,16 +56,19 @@ class Effort:
     conv1d_lengths: tuple[int, ...]
     conv2d_sides: tuple[int, ...]
     loader_samples: tuple[int, int]
+    loader_batches: tuple[int, ...]
+    loader_rows: int
     large_bytes: dict[str, int]
     graph_nodes: int
     queued_kernels: int
 
 
 FULL = Effort(passes=5, repeats=7, block_seconds=0.03, matmul_sizes=(16, 32, 64, 256, 1024), conv1d_lengths=(16, 256, 2048),
-              conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), large_bytes={"cpu": 2**26, "cuda": 2**28},
+              conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), loader_batches=(1, 16, 64, 256, 1024, 4096),
+              loader_rows=65536, large_bytes={"cpu": 2**26, "cuda": 2**28},
               graph_nodes=200, queued_kernels=500)
 QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes=(16, 64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
-               loader_samples=(64, 1024), large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
+               loader_samples=(64, 1024), loader_batches=(1, 64, 1024), loader_rows=4096, large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
                queued_kernels=50)
 CALIBRATED_KINDS = ("cpu", "cuda")
 
@@ -162,11 +167,27 @@ def loader_cost(device: str, effort: Effort) -> dict:
     per_sample = {}
     for field, batch_size, samples in (("loader_batch1_per_sample", 1, effort.loader_samples[0]),
                                        ("loader_batched_per_sample", LOADER_BATCH, effort.loader_samples[1])):
-        data = TensorDataset(torch.randn(samples, LOADER_FEATURES), torch.randn(samples))
-        loader = DataLoader(data, batch_size=batch_size)
-        one_pass = timing.measure(lambda: collections.deque(loader, maxlen=0), device, repeats=effort.repeats)
-        per_sample[field] = min(one_pass.samples) / samples
+        per_sample[field] = min(_loader_passes(batch_size, samples, device, effort.repeats)) / samples
+    return per_sample | {"loader_per_sample": loader_by_batch(device, effort)}
+
+
+def loader_by_batch(device: str, effort: Effort) -> dict:
+    """Seconds per sample of the DataLoader at each of effort.loader_batches, over up to LOADER_PASS_BATCHES
+    batches (at most effort.loader_rows rows): the median pass, since the garbage collector's full collections,
+    which grow with the batch, fall in some passes and not others."""
+    per_sample = {}
+    for batch_size in effort.loader_batches:
+        samples = min(effort.loader_rows, LOADER_PASS_BATCHES * batch_size)
+        passes = _loader_passes(batch_size, samples, device, LOADER_PASSES)
+        per_sample[str(batch_size)] = statistics.median(passes) / samples
     return per_sample
+
+
+def _loader_passes(batch_size: int, samples: int, device: str, repeats: int) -> list[float]:
+    """Seconds of each of `repeats` passes of a DataLoader over a TensorDataset of `samples` rows."""
+    data = TensorDataset(torch.randn(samples, LOADER_FEATURES), torch.randn(samples))
+    loader = DataLoader(data, batch_size=batch_size)
+    return timing.measure(lambda: collections.deque(loader, maxlen=0), device, repeats=repeats).samples
 
 
 # Compute probes (every device).

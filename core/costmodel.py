@@ -28,7 +28,9 @@ The rules on a GPU target, per operation call:
   bytes.
 - graph: a replay costs graph_replay_fixed on the host (in launches), and each of its kernels (a node)
   graph_replay_per_node plus its kernel time on the GPU.
-- loading: a DataLoader batch costs a on the host and each of its samples c, from the host's seconds per
+- loading: a DataLoader sample costs the host's loader_per_sample at the stretch's batch size (its samples over
+  its batches), interpolated log-log between the batch sizes measured (the garbage collector's share grows with
+  the batch). A host without that figure: a batch costs a and each of its samples c, from its seconds per
   sample at batch 1 (L1) and at batch 64 (L64): L1 = a + c and L64 = a / 64 + c, so c = (64 L64 - L1) / 63
   and a = L1 - c, each at least 0. The operations of a fetch cost nothing more on the host (the figures
   hold them); its kernels and copies cost as anywhere else.
@@ -53,6 +55,8 @@ operations run eagerly; loading costs as above; nothing is launched, copied betw
 One model and one set of figures per piece of hardware: no factor per experiment, no tuning constant."""
 import math
 from dataclasses import dataclass, fields, replace
+
+import numpy as np
 
 PARTS = ("host", "launches", "loading", "compute", "copies", "sync")
 PHASES = ("step", "loading", "graph", "optimizer")
@@ -270,8 +274,18 @@ def _loading_seconds(stretch: dict, host) -> float:
     batches, samples = stretch["loader_batches"], stretch["loader_samples"]
     if not (batches or samples):
         return 0.0
+    by_batch = host.value("loader_per_sample")
+    if by_batch and batches:
+        return samples * _at_batch(by_batch, samples / batches)
     per_batch, per_sample = loader_costs(host)
     return batches * per_batch + samples * per_sample
+
+
+def _at_batch(by_batch: dict[str, float], batch: float) -> float:
+    """Seconds per sample at `batch` samples a batch: log-log between the batch sizes measured, the nearest one's
+    beyond them."""
+    sizes, seconds = zip(*sorted((float(size), value) for size, value in by_batch.items()))
+    return float(np.exp(np.interp(np.log(batch), np.log(sizes), np.log(seconds))))
 
 
 def loader_costs(host) -> tuple[float, float]:

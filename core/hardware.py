@@ -28,7 +28,7 @@ THIS = "this"
 KINDS = ("cpu", "gpu")
 FIELDS = {
     "cpu": ("op_overhead_autograd", "op_overhead_no_grad", "module_call", "optimizer_step", "optimizer_op_overhead",
-            "loader_batch1_per_sample", "loader_batched_per_sample", "matmul_flops", "conv_flops", "elementwise_rate",
+            "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample", "matmul_flops", "conv_flops", "elementwise_rate",
             "memory_bandwidth", "op_call_seconds", "op_element_seconds", "narrow_gemm_seconds"),
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
             "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
@@ -42,12 +42,14 @@ KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops")
 NAME_PATTERN = r"^[a-z0-9][a-z0-9.-]*$"  # a slug: never "this", never "<machine>:cuda:N"
 SIZE_PATTERN = r"^[0-9]+(\.[0-9]+)?([eE]\+?[0-9]+)?$"  # FLOPs per call
 OP_NAME = r"^[a-z_][a-z0-9_]*$"
-COLUMNS = r"^[1-9][0-9]*$"
-# figures {key: value}, the key an op or a GEMM's output columns, not FLOPs per call
-KEYED = {"op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COLUMNS}
+COUNT = r"^[1-9][0-9]*$"
+# figures {key: value}, the key an op, a GEMM's output columns or a batch size, not FLOPs per call
+KEYED = {"op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT,
+         "loader_per_sample": COUNT}
 # What the cost model assumes where an older profile lacks a keyed figure.
 UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_element_seconds": "these operations cost "
-              "an add's time", "narrow_gemm_seconds": "a narrow GEMM costs its FLOPs' time, as a square one does"}
+              "an add's time", "narrow_gemm_seconds": "a narrow GEMM costs its FLOPs' time, as a square one does",
+              "loader_per_sample": "a DataLoader costs the line through its batch-1 and batch-64 figures at any batch"}
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message
 # core.calibrate.conv_rate's probe layers, built inline there: (layer, in/out channels and kernel, padding). Repeated

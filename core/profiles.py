@@ -56,6 +56,10 @@ FIELDS = (
           1e-8, 1e-1, HOST),
     Field("loader_batched_per_sample", "s/sample", "the same DataLoader, batch_size 64, per sample",
           1e-9, 1e-1, HOST),
+    Field("loader_per_sample", "s/sample", "the same DataLoader per sample at each batch size (size: batch), over "
+          "many batches: the Python garbage collector's share included, which grows with the batch (a batch's "
+          "sample tensors live long enough to reach its oldest generation)", 1e-9, 1e-1, HOST, sized=True,
+          required=False),
     Field("matmul_flops", "FLOP/s", "torch.mm of two float32 n x n matrices (size: n)", 1e6, 1e17, EVERY,
           sized=True),
     Field("conv1d_flops", "FLOP/s", "Conv1d 16->32 channels, kernel 5, forward and backward (size: input N x C x L)",

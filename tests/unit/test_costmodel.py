@@ -12,6 +12,7 @@ CPU_FIGURES = {
     "module_call": 3 * US, "optimizer_step": 40 * US, "optimizer_op_overhead": 7 * US,
     # a = 62 us per batch, c = 2 us per sample: L1 = a + c = 64 us, L64 = a / 64 + c = 0.96875 + 2 us
     "loader_batch1_per_sample": 64 * US, "loader_batched_per_sample": 2.96875 * US,
+    "loader_per_sample": {},  # no DataLoader per batch size measured: the line through the two figures above
     "matmul_flops": 1e11, "conv_flops": 5e10, "elementwise_rate": 1e9, "memory_bandwidth": 1e10,
     # the ops timed one by one: tanh 3 us a call + 20 ns per element written, sort its 50 ns per element alone
     "op_call_seconds": {"tanh": 3 * US, "sort": 0.0}, "op_element_seconds": {"tanh": 20e-9, "sort": 50e-9},
@@ -199,6 +200,18 @@ def test_loading_costs_the_two_loader_figures_and_not_its_operations(target):
     stack = op("aten.stack", where="cpu", kernel=False, flops=1e6, bytes=8e6, phase="loading")
     found = predict(census([stack], [stretch([(0, 2)], batches=2, samples=128)]), target)
     assert_parts(found, parts(loading=380 * US))
+
+
+@pytest.mark.parametrize("batches, samples, per_sample", [
+    (2, 128, 3 * US),    # batch 64, a size measured: 3 us a sample
+    (1, 256, 4.5 * US),  # batch 256, halfway (in log) from 64 to 1024: the geometric mean of 3 and 6.75 us
+    (1, 4096, 6.75 * US),  # beyond the largest batch measured: its figure
+    (4, 4, 20 * US),     # batch 1, the smallest
+])
+def test_a_host_measured_per_batch_size_costs_each_sample_at_the_stretch_s_batch(batches, samples, per_sample):
+    by_batch = {"1": 20 * US, "64": 3 * US, "1024": 6.75 * US}
+    found = predict(census([], [stretch([], batches=batches, samples=samples)]), cpu(loader_per_sample=by_batch))
+    assert_parts(found, parts(loading=samples * per_sample))
 
 
 @pytest.mark.parametrize("batch1, batched, seconds", [
