@@ -213,8 +213,8 @@ def _refuse_constant(name: str):
 def missing_message(machine_id: str = None) -> str:
     """What to tell someone who needs a profile that a machine lacks."""
     if machine_id in (None, devices.fingerprint()["machine_id"]):
-        return "no calibrated profile for this machine: run `python -m core calibrate` (about two minutes)"
-    return f"no calibrated profile for machine {machine_id}: run `python -m core calibrate` on it (about two minutes)"
+        return "no calibrated profile for this machine: run `python -m core calibrate` (two to three minutes)"
+    return f"no calibrated profile for machine {machine_id}: run `python -m core calibrate` on it (two to three minutes)"
 
 
 def human(value: float, unit: str) -> tuple[str, str]:
