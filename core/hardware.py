@@ -1,7 +1,8 @@
 """The hardware a prediction runs on (core.costmodel): one CPU or GPU is a `Device` with its figures, a host CPU and
 an optional GPU a `Target`. Figures come from two places: core/hardware.json, a catalogue of published figures per
-piece of hardware (every figure not measured on that hardware marked as an assumption, with a note) and of the
-hardware each write-up ran on; and calibrated profiles (core.profiles): this machine's and every other machine's
+piece of hardware (every figure not measured on that hardware marked as an assumption, with a note; a CPU's figures
+that no one publishes derived from Crossover's reference machines by core.reference_figures as the file is read)
+and of the hardware each write-up ran on; and calibrated profiles (core.profiles): this machine's and every other machine's
 whose profile sits in the results folder.
 
 Names `resolve` takes, case-insensitive: "this" (this machine's CPU), "this:cuda:N", a calibrated machine's id and
@@ -20,7 +21,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from core import devices, profiles, settings
+from core import devices, profiles, reference_figures, settings
 
 CATALOGUE_PATH = Path(__file__).with_name("hardware.json")
 SCHEMA_VERSION = 1
@@ -156,9 +157,14 @@ def _schema(source_ids: list[str]) -> dict:
                                              {"propertyNames": {"pattern": SIZE_PATTERN},
                                               "additionalProperties": positive})}}
             for fields in FIELDS.values() for field in fields}
-    figure = {"type": "object", "required": ["value", "assumption", "note"], "additionalProperties": False,
+    # a figure has a value, or (a CPU's assumption) a rule deriving it from the reference machines (core.reference_figures)
+    derived = {"required": ["derive"], "properties": {"source": False}}
+    figure = {"type": "object", "required": ["assumption", "note"], "additionalProperties": False,
               "properties": {"value": {"if": {"type": "object"}, "then": sized, "else": positive},
+                             "derive": {"enum": list(reference_figures.RULES)}, "machine": text,
                              "source": {"enum": source_ids}, "assumption": {"type": "boolean"}, "note": text},
+              "oneOf": [{"required": ["value"], "not": {"anyOf": [{"required": ["derive"]}, {"required": ["machine"]}]}},
+                        derived],
               "if": {"properties": {"assumption": {"const": False}}}, "then": {"required": ["source"]}}
     per_kind = [{"if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
                  "then": {"properties": {"figures": {"required": list(fields), "propertyNames": {"enum": list(fields)},
@@ -176,6 +182,7 @@ def _schema(source_ids: list[str]) -> dict:
                "properties": {"gpu": text, "cpu": text, "assumed": {"type": "boolean"}, "note": text}}
     return {"type": "object", "required": ["schema", "sources", "hardware", "writeups"], "additionalProperties": False,
             "properties": {"schema": {"const": SCHEMA_VERSION}, "about": {"type": "string"},
+                           "references": {"type": "array", "items": {"type": "string", "pattern": profiles.MACHINE_ID_PATTERN}},
                            "sources": {"type": "object", "additionalProperties": source},
                            "hardware": {"type": "array", "minItems": 1, "items": entry},
                            "writeups": {"type": "object", "additionalProperties": writeup}}}
@@ -185,6 +192,7 @@ def validate(document: dict) -> None:
     """Raise HardwareError naming the first field of a catalogue document that is missing, unknown or out of range:
     every figure has a known source or is an assumption with a note, every entry has every figure of its kind, every
     value is positive, names and aliases are unique, and every write-up names a GPU and a CPU of the catalogue."""
+    _check_derived(document)
     sources = document.get("sources") if isinstance(document, dict) else None
     source_ids = sorted(sources) if isinstance(sources, dict) else []
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(_schema(source_ids)).iter_errors(document))
@@ -196,6 +204,22 @@ def validate(document: dict) -> None:
             if kinds.get(entry[kind]) != kind:
                 raise HardwareError(f"writeups[{source!r}].{kind}: '{_clip(entry[kind], 60)}' is no {kind} of the "
                                     f"catalogue; its {kind}s: {', '.join(n for n, k in kinds.items() if k == kind)}")
+
+
+def _check_derived(document) -> None:
+    """A derived figure (core.reference_figures) is an assumption, and is not also typed in."""
+    entries = document.get("hardware") if isinstance(document, dict) else None
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        figures = entry.get("figures") if isinstance(entry, dict) else None
+        for field, figure in (figures.items() if isinstance(figures, dict) else []):
+            if not (isinstance(figure, dict) and "derive" in figure):
+                continue
+            where = f"{_where(document, ['hardware', index])}.figures.{field}"
+            if "value" in figure:
+                raise HardwareError(f"{where}: a figure is typed in ('value') or derived ('derive'), not both")
+            if figure.get("assumption") is not True:
+                raise HardwareError(f"{where}.assumption: a figure derived from the reference machines is an "
+                                    f"assumption (true)")
 
 
 def _where(document: dict, path) -> str:
@@ -231,6 +255,10 @@ def load(path: Path = CATALOGUE_PATH) -> Catalogue:
     except (OSError, ValueError) as e:
         raise HardwareError(f"catalogue {path}: {e}") from None
     validate(document)
+    try:
+        reference_figures.resolve(document)
+    except reference_figures.DerivationError as e:
+        raise HardwareError(f"catalogue {path}: {e}") from None
     sources = document["sources"]
     entries = {entry["name"]: _catalogue_device(entry, sources) for entry in document["hardware"]}
     names = {spelling: entry["name"] for entry in document["hardware"] for spelling in _spellings(entry)}

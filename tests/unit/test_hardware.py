@@ -108,16 +108,35 @@ def _negative_size(document):
     entry(document, "t4")["figures"]["matmul_flops"]["value"]["524288"] = -5.0
 
 
+def typed(document, name: str, field: str, value) -> None:
+    """The figure typed in as `value` instead of derived from the reference machines."""
+    figure = entry(document, name)["figures"][field]
+    figure.pop("derive", None), figure.pop("machine", None)
+    figure["value"] = value
+
+
 def _negative_op_time(document):
-    entry(document, "typical-cpu")["figures"]["op_element_seconds"]["value"]["tanh"] = -1e-9
+    typed(document, "typical-cpu", "op_element_seconds", {"tanh": -1e-9})
 
 
 def _size_for_an_op(document):
-    entry(document, "typical-cpu")["figures"]["op_call_seconds"]["value"]["4096"] = 1e-6
+    typed(document, "typical-cpu", "op_call_seconds", {"4096": 1e-6})
 
 
 def _an_op_for_a_width(document):
-    entry(document, "typical-cpu")["figures"]["narrow_gemm_seconds"]["value"]["tanh"] = 1e-9
+    typed(document, "typical-cpu", "narrow_gemm_seconds", {"tanh": 1e-9})
+
+
+def _an_unknown_rule(document):
+    entry(document, "typical-cpu")["figures"]["module_call"]["derive"] = "guess"
+
+
+def _derived_and_typed(document):
+    entry(document, "typical-cpu")["figures"]["module_call"]["value"] = 1e-6
+
+
+def _derived_as_a_measurement(document):
+    entry(document, "typical-cpu")["figures"]["module_call"]["assumption"] = False
 
 
 def _sized_figure_keyed_by_an_op(document):
@@ -156,6 +175,12 @@ def _cpu_as_a_writeup_gpu(document):
                         "minimum of 0"),
     (_size_for_an_op, "hardware['typical-cpu'].figures.op_call_seconds.value: '4096' does not match"),
     (_an_op_for_a_width, "hardware['typical-cpu'].figures.narrow_gemm_seconds.value: 'tanh' does not match"),
+    (_an_unknown_rule, "hardware['typical-cpu'].figures.module_call.derive: 'guess' is not one of ['reference', "
+                       "'bare_op_ratio', 'loader_growth']"),
+    (_derived_and_typed, "hardware['typical-cpu'].figures.module_call: a figure is typed in ('value') or derived "
+                         "('derive'), not both"),
+    (_derived_as_a_measurement, "hardware['typical-cpu'].figures.module_call.assumption: a figure derived from the "
+                                "reference machines is an assumption (true)"),
     (_sized_figure_keyed_by_an_op, "hardware['t4'].figures.matmul_flops.value: 'tanh' does not match"),
     (_missing_field, "hardware['t4'].figures: 'conv_flops' is a required property"),
     (_unknown_source, "hardware['t4'].figures.memory_bandwidth.source: 'hearsay' is not one of"),

@@ -1,0 +1,123 @@
+"""Catalogue figures derived from Crossover's reference machines (core/hardware.json's "references": machines whose
+calibrated profiles ship in the app's own results folder). No measurement exists of a catalogue CPU's Python costs,
+its operations timed one by one or its DataLoader per batch size; the catalogue states each such figure as a rule
+over the references' calibrations, and this module applies the rule when the catalogue is read, so the figure is
+always what the shipped calibrations say and never a copy typed in by hand.
+
+A figure {"derive": RULE, "assumption": true, "note": ...} in the catalogue becomes {"value": ..., "source":
+"crossover-reference-calibration", "assumption": true, "note": note + how the value was worked out}. RULES:
+- "bare_op_ratio": this CPU's op_overhead_no_grad times the geometric mean, over the references that measured the
+  figure, of the figure over their own op_overhead_no_grad (Python costs scale with a host's single-thread speed,
+  as its bare op does);
+- "reference": the figure as the newest reference that measured it calibrated it (or the one named by "machine");
+- "loader_growth" (loader_per_sample): up to batch 64 the line through this CPU's batch-1 and batch-64 figures;
+  above it, its batch-64 figure times the newest reference's growth over its own batch-64 figure."""
+import json
+import math
+from pathlib import Path
+
+from core import profiles, settings
+
+SOURCE = "crossover-reference-calibration"
+RULES = ("reference", "bare_op_ratio", "loader_growth")
+BARE_OP = "op_overhead_no_grad"
+LOADER_BATCH = 64
+
+
+class DerivationError(ValueError):
+    pass
+
+
+def resolve(document: dict, results_dir: Path = None) -> dict:
+    """The catalogue document with every derived CPU figure worked out from the reference profiles in
+    `results_dir` (the app's own results folder by default); DerivationError naming the figure when it cannot be."""
+    references = _references(document.get("references"), results_dir or settings.APP_ROOT / "results")
+    for rule in RULES:  # in order: a loader_growth figure grows from this CPU's own loader figures, derived or not
+        for index, entry in enumerate(document.get("hardware") or []):
+            figures = entry.get("figures") if isinstance(entry, dict) else None
+            for field, spec in (figures or {}).items():
+                if isinstance(spec, dict) and spec.get("derive") == rule:
+                    where = f"hardware[{entry.get('name', index)!r}].figures.{field}"
+                    figures[field] = _derived(field, spec, figures, references, where)
+    return document
+
+
+def _references(ids, results_dir: Path) -> list[dict]:
+    if ids is None:
+        return []
+    if not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
+        raise DerivationError(f"references: {ids!r} is not a list of machine ids")
+    found = []
+    for machine_id in ids:
+        target = profiles.path(machine_id, results_dir)
+        try:
+            profile = json.loads(target.read_text(encoding="utf-8"))
+            profiles.validate(profile)
+        except (OSError, ValueError) as e:  # ProfileError is a ValueError
+            raise DerivationError(f"references: the profile of '{machine_id}' ({target}) cannot be read: {e}") from None
+        found.append(profile)
+    return sorted(found, key=lambda p: p["taken"], reverse=True)  # newest first
+
+
+def _derived(field: str, spec: dict, figures: dict, references: list[dict], where: str) -> dict:
+    rule = spec["derive"]
+    measured = [r for r in references if field in r["cpu"] and (rule != "reference" or spec.get("machine") in (
+        None, r["machine_id"]))]
+    if not measured:
+        raise DerivationError(f"{where}: no reference machine's profile has {field}; references: "
+                              f"{', '.join(r['machine_id'] for r in references) or 'none'}")
+    value, how = {"bare_op_ratio": _bare_op_ratio, "reference": _reference,
+                  "loader_growth": _loader_growth}[rule](field, figures, measured, where)
+    return {"value": value, "source": SOURCE, "assumption": True, "note": f"{spec.get('note', '')}: {how}".lstrip(": ")}
+
+
+def _own(figures: dict, field: str, where: str):
+    spec = figures.get(field)
+    if not (isinstance(spec, dict) and "value" in spec):
+        raise DerivationError(f"{where}: the rule needs this CPU's own {field}, which is missing")
+    return spec["value"]
+
+
+def _bare_op_ratio(field: str, figures: dict, measured: list[dict], where: str) -> tuple[float, str]:
+    bare = _own(figures, BARE_OP, where)
+    ratios = [(r, r["cpu"][field] / r["cpu"][BARE_OP]) for r in measured]
+    mean = math.exp(sum(math.log(ratio) for _, ratio in ratios) / len(ratios))
+    each = "; ".join(f"{_name(r)} {ratio:.3g} ({_shown(r['cpu'][field])} / {_shown(r['cpu'][BARE_OP])}, "
+                     f"{_taken(r)})" for r, ratio in ratios)
+    return bare * mean, (f"this CPU's bare op ({_shown(bare)}, {BARE_OP}) times {mean:.3g}, the geometric mean of "
+                         f"the reference machines' ratios of this figure to their bare op ({each}); their spread is "
+                         f"this assumption's uncertainty")
+
+
+def _reference(field: str, figures: dict, measured: list[dict], where: str) -> tuple[object, str]:
+    newest = measured[0]
+    return newest["cpu"][field], f"the reference machine {_name(newest)}'s calibration ({_taken(newest)})"
+
+
+def _loader_growth(field: str, figures: dict, measured: list[dict], where: str) -> tuple[dict, str]:
+    one, batched = _own(figures, "loader_batch1_per_sample", where), _own(figures, "loader_batched_per_sample", where)
+    newest = measured[0]
+    reference = newest["cpu"][field]
+    if str(LOADER_BATCH) not in reference:
+        raise DerivationError(f"{where}: {_name(newest)}'s {field} has no batch {LOADER_BATCH} to grow from")
+    per_sample = max(0.0, (LOADER_BATCH * batched - one) / (LOADER_BATCH - 1))
+    per_batch = max(0.0, one - per_sample)
+    value = {size: (per_batch / int(size) + per_sample if int(size) <= LOADER_BATCH
+                    else batched * seconds / reference[str(LOADER_BATCH)]) for size, seconds in reference.items()}
+    growth = ", ".join(f"{int(size):,}: {seconds / reference[str(LOADER_BATCH)]:.2f}x" for size, seconds in
+                       reference.items() if int(size) > LOADER_BATCH)
+    return value, (f"up to batch {LOADER_BATCH} the line through this CPU's batch-1 and batch-{LOADER_BATCH} figures; "
+                   f"above it, its batch-{LOADER_BATCH} figure times the growth the reference machine {_name(newest)} "
+                   f"measured over its own ({_taken(newest)}: {growth})")
+
+
+def _name(profile: dict) -> str:
+    return f"{profile['fingerprint'].get('cpu_model') or profile['machine_id']} ({profile['machine_id']})"
+
+
+def _taken(profile: dict) -> str:
+    return f"calibrated {profile['taken'][:16].replace('T', ' ')} UTC"
+
+
+def _shown(seconds: float) -> str:
+    return f"{seconds * 1e6:.3g} us"

@@ -1,0 +1,116 @@
+"""Catalogue figures derived from the reference machines' calibrations (core.reference_figures): each rule by hand,
+the shipped catalogue's figures equal to what the shipped profiles hold, and clear errors when a rule cannot apply."""
+import json
+import math
+
+import pytest
+
+from core import hardware, profiles, reference_figures, settings
+from tests.unit.test_hardware import made_profile
+
+US = 1e-6
+
+
+def reference(results_dir, machine_id: str, taken: str, without=(), **cpu) -> dict:
+    profile = made_profile(machine_id) | {"taken": taken}
+    profile["cpu"] |= cpu
+    for field in without:  # a figure calibrate did not measure yet when this reference was calibrated
+        del profile["cpu"][field]
+    profiles.validate(profile)
+    target = profiles.path(machine_id, results_dir)
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(profile))
+    return profile
+
+
+def catalogue(figures: dict, references=("ref-old", "ref-new")) -> dict:
+    return {"references": list(references), "hardware": [{"name": "made-cpu", "kind": "cpu", "figures": figures}]}
+
+
+def derived(spec: str, note: str = "assumed", **extra) -> dict:
+    return {"derive": spec, "assumption": True, "note": note} | extra
+
+
+@pytest.fixture
+def two_references(tmp_path):
+    # old: bare op 2 us, module call 1 us (ratio 0.5); new: bare 1 us, module call 2 us (ratio 2): geometric mean 1
+    reference(tmp_path, "ref-old", "2026-01-01T00:00:00+00:00", ("loader_per_sample",), op_overhead_no_grad=2 * US,
+              module_call=1 * US, op_element_seconds={"tanh": 1e-9})
+    reference(tmp_path, "ref-new", "2026-02-01T00:00:00+00:00", op_overhead_no_grad=1 * US, module_call=2 * US,
+              op_element_seconds={"tanh": 3e-9}, loader_per_sample={"1": 20 * US, "64": 4 * US, "1024": 8 * US})
+    return tmp_path
+
+
+def test_each_rule_by_hand(two_references):
+    figures = {"op_overhead_no_grad": {"value": 5 * US, "assumption": True, "note": "typed"},
+               # a = 62 us a batch, c = 2 us a sample: L1 = 64 us, L64 = 62 / 64 + 2 = 2.96875 us
+               "loader_batch1_per_sample": {"value": 64 * US, "assumption": True, "note": "typed"},
+               "loader_batched_per_sample": {"value": 2.96875 * US, "assumption": True, "note": "typed"},
+               "module_call": derived("bare_op_ratio", "per call"),
+               "op_element_seconds": derived("reference"),
+               "loader_per_sample": derived("loader_growth")}
+    document = catalogue(figures)
+    reference_figures.resolve(document, two_references)
+    found = document["hardware"][0]["figures"]
+    assert found["module_call"]["value"] == pytest.approx(5 * US)  # 5 us x sqrt(0.5 x 2)
+    assert found["module_call"]["note"].startswith("per call: this CPU's bare op (5 us, op_overhead_no_grad) times 1,")
+    assert found["op_element_seconds"]["value"] == {"tanh": 3e-9}  # the newest reference's
+    assert "ref-new" in found["op_element_seconds"]["note"] and "2026-02-01 00:00 UTC" in found["op_element_seconds"]["note"]
+    # up to 64 this CPU's own line (a / b + c); above, its 64 figure x the newest reference's growth (8 / 4)
+    assert found["loader_per_sample"]["value"] == pytest.approx({"1": 64 * US, "64": 2.96875 * US, "1024": 5.9375 * US})
+    assert "1,024: 2.00x" in found["loader_per_sample"]["note"]
+    for field in ("module_call", "op_element_seconds", "loader_per_sample"):
+        assert found[field]["source"] == reference_figures.SOURCE and found[field]["assumption"] is True
+
+
+def test_a_reference_named_for_a_figure_is_the_one_copied(two_references):
+    document = catalogue({"op_element_seconds": derived("reference", machine="ref-old")})
+    reference_figures.resolve(document, two_references)
+    assert document["hardware"][0]["figures"]["op_element_seconds"]["value"] == {"tanh": 1e-9}
+
+
+OWN_LOADER = {"loader_batch1_per_sample": {"value": 64 * US, "assumption": True, "note": "typed"},
+              "loader_batched_per_sample": {"value": 2.96875 * US, "assumption": True, "note": "typed"}}
+
+
+@pytest.mark.parametrize("figures, references, message", [
+    ({"module_call": derived("bare_op_ratio")}, ("ref-old", "gone-machine"),
+     "references: the profile of 'gone-machine' ("),
+    ({"module_call": derived("bare_op_ratio")}, ("ref-old",),
+     "hardware['made-cpu'].figures.module_call: the rule needs this CPU's own op_overhead_no_grad"),
+    ({"loader_per_sample": derived("loader_growth"), **OWN_LOADER}, ("ref-old",),
+     "hardware['made-cpu'].figures.loader_per_sample: no reference machine's profile has loader_per_sample; "
+     "references: ref-old"),
+])
+def test_a_rule_that_cannot_apply_names_the_figure_and_why(two_references, figures, references, message):
+    with pytest.raises(reference_figures.DerivationError) as refused:
+        reference_figures.resolve(catalogue(figures, references), two_references)
+    assert str(refused.value).startswith(message)
+
+
+def test_a_catalogue_whose_reference_is_missing_is_refused_by_load(tmp_path, monkeypatch):
+    document = json.loads(hardware.CATALOGUE_PATH.read_text(encoding="utf-8"))
+    document["references"].append("missing-machine")
+    path = tmp_path / "hardware.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(hardware.HardwareError, match=r"references: the profile of 'missing-machine' \("):
+        hardware.load(path)
+
+
+def test_the_shipped_catalogue_derives_its_figures_from_the_shipped_reference_profiles():
+    document = json.loads(hardware.CATALOGUE_PATH.read_text(encoding="utf-8"))
+    shipped = {mid: json.loads(profiles.path(mid, settings.APP_ROOT / "results").read_text()) for mid in document["references"]}
+    newest = max(shipped.values(), key=lambda p: p["taken"])
+    for entry in document["hardware"]:
+        device = hardware.load().devices[entry["name"]]
+        for field, spec in entry["figures"].items():
+            if "derive" not in spec:
+                continue
+            assert field in device.assumptions and device.figures[field].source == reference_figures.SOURCE
+            if spec["derive"] == "reference":
+                source = shipped[spec["machine"]] if "machine" in spec else newest
+                assert device.value(field) == pytest.approx(source["cpu"][field]), (entry["name"], field)
+            if spec["derive"] == "bare_op_ratio":  # between the references' own ratios, times this CPU's bare op
+                ratios = [p["cpu"][field] / p["cpu"]["op_overhead_no_grad"] for p in shipped.values()]
+                ratio = device.value(field) / device.value("op_overhead_no_grad")
+                assert min(ratios) <= ratio <= max(ratios) and math.isclose(ratio, math.prod(ratios) ** (1 / len(ratios)))
