@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from core import census, devices, graphs, op_probes, profiles, results, timing, versions
+from core import census, devices, graphs, module_probes, op_probes, profiles, results, timing, versions
 
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
@@ -138,16 +138,18 @@ def _recording_op_seconds(bare: float, python: dict, device: str, effort: Effort
     recording = sum(op["calls"] for op in found["ops"] if op["autograd"])
     in_step = sum(op["calls"] for op in found["ops"] if op["phase"] == census.OPTIMIZER)
     (stretch,) = found["stretches"]
+    modules = sum(calls * python["module_call_seconds"].get(name, python["module_call"])
+                  for name, calls in stretch["module_classes"].items())
     known = ((found["operations"] - recording - in_step) * bare + in_step * python["optimizer_op_overhead"]
-             + stretch["module_calls"] * python["module_call"] + stretch["optimizer_steps"] * python["optimizer_step"])
+             + modules + stretch["optimizer_steps"] * python["optimizer_step"])
     seconds = min(timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds).samples)
     return max((seconds - known) / recording, bare)
 
 
 def python_costs(device: str, effort: Effort) -> dict:
-    """The host's Python that no operation shows: a module call, and an optimiser step's fixed part and
-    its part per op, from a line through two steps of Adam (one tensor at a time) over few and many
-    parameters."""
+    """The host's Python that no operation shows: a module call (a bare one, and each of core.module_probes'
+    layers beyond its operations), and an optimiser step's fixed part and its part per op, from a line through
+    two steps of Adam (one tensor at a time) over few and many parameters."""
     identity, x = torch.nn.Identity(), torch.ones(1)
     steps = []
     for count in OPTIMIZER_PARAMS:
@@ -159,8 +161,19 @@ def python_costs(device: str, effort: Effort) -> dict:
         steps.append((census.of(optimizer.step, device).summary()["operations"], _seconds(optimizer.step, device, effort)))
     (few_ops, few_s), (many_ops, many_s) = steps
     per_op = max((many_s - few_s) / (many_ops - few_ops), _seconds(lambda: torch.add(x, x), device, effort))
-    return {"module_call": _seconds(lambda: identity(x), device, effort),
-            "optimizer_step": max(few_s - few_ops * per_op, 0.0), "optimizer_op_overhead": per_op}
+    return {"module_call": _seconds(lambda: identity(x), device, effort), "module_call_seconds": module_costs(
+        device, effort), "optimizer_step": max(few_s - few_ops * per_op, 0.0), "optimizer_op_overhead": per_op}
+
+
+def module_costs(device: str, effort: Effort) -> dict:
+    """Seconds of each core.module_probes layer's call beyond the operations it issues (no grad: its Python
+    alone), at least 0."""
+    costs = {}
+    with torch.no_grad():
+        for name, build in module_probes.PROBES.items():
+            module_call, operations = build()
+            costs[name] = max(_seconds(module_call, device, effort) - _seconds(operations, device, effort), 0.0)
+    return costs
 
 
 def loader_cost(device: str, effort: Effort) -> dict:

@@ -45,7 +45,8 @@ The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader"
   collate (num_workers > 0) does its loading in other processes, unseen.
 - Python the operations do not show: each stretch counts the optimiser steps begun in phase "step" and
   the module calls (`nn.Module.__call__`, seen by a global forward pre-hook while the census is active)
-  made in phase "step"; `model.forward(x)` is no module call, the submodules it calls are.
+  made in phase "step", per module class (`Linear`, `ReLU`, ...); `model.forward(x)` is no module call, the
+  submodules it calls are.
 - stretches: a sample's operations in order (those of the laps it names, in the order they ran), cut after
   every call that synchronises; identical stretches are kept once with how often they occur."""
 from dataclasses import dataclass
@@ -322,13 +323,14 @@ UNSEEN = object()  # an overload whose kind is not worked out yet
 
 class _Stretch:
     """Operations run one after another with no synchronisation between them: the calls per operation id,
-    and the loader batches (with their samples), graph replays, module calls and optimiser steps among them.
-    `sync`: its last call waits for the device."""
+    and the loader batches (with their samples), graph replays, module calls (per module class) and optimiser
+    steps among them. `sync`: its last call waits for the device."""
     __slots__ = ("calls", "batches", "samples", "replays", "modules", "steps", "sync")
 
     def __init__(self):
         self.calls: dict[int, int] = {}
-        self.batches = self.samples = self.replays = self.modules = self.steps = 0
+        self.modules: dict[str, int] = {}
+        self.batches = self.samples = self.replays = self.steps = 0
         self.sync = False
 
     def extend(self, other: "_Stretch") -> None:
@@ -337,7 +339,8 @@ class _Stretch:
         self.batches += other.batches
         self.samples += other.samples
         self.replays += other.replays
-        self.modules += other.modules
+        for name, calls in other.modules.items():
+            self.modules[name] = self.modules.get(name, 0) + calls
         self.steps += other.steps
 
     def empty(self) -> bool:
@@ -345,8 +348,8 @@ class _Stretch:
 
     def key(self, sync: bool) -> tuple:
         """What makes two stretches the same."""
-        return (tuple(sorted(self.calls.items())), sync, self.batches, self.samples, self.replays, self.modules,
-                self.steps)
+        return (tuple(sorted(self.calls.items())), sync, self.batches, self.samples, self.replays,
+                tuple(sorted(self.modules.items())), self.steps)
 
 
 class Census(TorchDispatchMode):
@@ -390,7 +393,8 @@ class Census(TorchDispatchMode):
 
     def _module_called(self, module, args) -> None:
         if self._lap is not None and self._phase is STEP:
-            self._piece.modules += 1
+            name = type(module).__name__
+            self._piece.modules[name] = self._piece.modules.get(name, 0) + 1
 
     # -- the listener ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -584,7 +588,8 @@ class Census(TorchDispatchMode):
             stretches.append({"ops": [[index[ident], calls] for ident, calls in content],
                               "times": per_sample(times, samples), "sync": sync, "loader_batches": stretch_batches,
                               "loader_samples": stretch_samples, "graph_replays": stretch_replays,
-                              "module_calls": modules, "optimizer_steps": steps})
+                              "module_calls": sum(calls for _, calls in modules),
+                              "module_classes": dict(modules), "optimizer_steps": steps})
             batches += stretch_batches * times
             loaded += stretch_samples * times
             replays += stretch_replays * times

@@ -18,8 +18,9 @@ The rules on a GPU target, per operation call:
   baddbmm) at least its left operand's elements at narrow_gemm_seconds for the widest output the host measured no
   wider than its own (a GEMM whose output has a few columns runs far below the FLOP rate). Other work off the
   unit's device is shape inference on the meta device: it computes nothing.
-- Python no operation shows: a stretch's module calls cost module_call each and its optimiser steps
-  optimizer_step each, on the host.
+- Python no operation shows: a stretch's module calls cost module_call_seconds for their class (Linear,
+  Conv1d, ReLU, ...: the module's Python beyond its operations) or module_call (a bare module's) for a class
+  the host did not measure, and its optimiser steps optimizer_step each, on the host.
 - launches: a kernel outside a graph replay costs the host what the GPU's launch_overhead (the host time
   of a whole eager operation that launches a tiny kernel) exceeds that operation's own overhead by.
 - compute: a kernel runs max(flops / rate, bytes / memory_bandwidth, shortest_kernel) on the GPU, the rate
@@ -185,8 +186,18 @@ def _overhead(op: dict, host) -> float:
 
 def _python_seconds(stretch: dict, host) -> float:
     """The host's Python in a stretch that no operation shows: its module calls and optimiser steps."""
-    return (stretch["module_calls"] * host.value("module_call")
-            + stretch["optimizer_steps"] * host.value("optimizer_step"))
+    return _module_seconds(stretch, host) + stretch["optimizer_steps"] * host.value("optimizer_step")
+
+
+def _module_seconds(stretch: dict, host) -> float:
+    """Each module call at the host's figure for its class (module_call_seconds), or at a bare module's
+    (module_call) for a class it did not measure and for a census that names no classes."""
+    bare = host.value("module_call")
+    classes = stretch.get("module_classes")
+    if classes is None:
+        return stretch["module_calls"] * bare
+    by_class = host.value("module_call_seconds")
+    return sum(calls * by_class.get(name, bare) for name, calls in classes.items())
 
 
 def _work_seconds(op: dict, device, elementwise: str | None) -> float:
@@ -359,6 +370,10 @@ def _checked(census) -> tuple[list[dict], list[dict]]:
     stretches = _entries(census["stretches"], "census.stretches", STRETCH_FIELDS)
     for i, stretch in enumerate(stretches):
         _check_refs(stretch["ops"], f"census.stretches[{i}].ops", len(ops))
+        classes = stretch.get("module_classes", {})
+        if not (isinstance(classes, dict) and all(_is_text(k) and _is_amount(v) for k, v in classes.items())):
+            raise PredictionError(f"census.stretches[{i}].module_classes: {_shown(classes)}; expected "
+                                  f"{{module class: calls}}, each a number >= 0")
     return ops, stretches
 
 

@@ -28,9 +28,10 @@ SCHEMA_VERSION = 1
 THIS = "this"
 KINDS = ("cpu", "gpu")
 FIELDS = {
-    "cpu": ("op_overhead_autograd", "op_overhead_no_grad", "module_call", "optimizer_step", "optimizer_op_overhead",
-            "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample", "matmul_flops", "conv_flops", "elementwise_rate",
-            "memory_bandwidth", "op_call_seconds", "op_element_seconds", "narrow_gemm_seconds"),
+    "cpu": ("op_overhead_autograd", "op_overhead_no_grad", "module_call", "module_call_seconds", "optimizer_step",
+            "optimizer_op_overhead", "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample",
+            "matmul_flops", "conv_flops", "elementwise_rate", "memory_bandwidth", "op_call_seconds",
+            "op_element_seconds", "narrow_gemm_seconds"),
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
             "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
@@ -44,13 +45,15 @@ NAME_PATTERN = r"^[a-z0-9][a-z0-9.-]*$"  # a slug: never "this", never "<machine
 SIZE_PATTERN = r"^[0-9]+(\.[0-9]+)?([eE]\+?[0-9]+)?$"  # FLOPs per call
 OP_NAME = r"^[a-z_][a-z0-9_]*$"
 COUNT = r"^[1-9][0-9]*$"
-# figures {key: value}, the key an op, a GEMM's output columns or a batch size, not FLOPs per call
+CLASS_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# figures {key: value}, the key an op, a GEMM's output columns, a batch size or a module class, not FLOPs per call
 KEYED = {"op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT,
-         "loader_per_sample": COUNT}
+         "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME}
 # What the cost model assumes where an older profile lacks a keyed figure.
 UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_element_seconds": "these operations cost "
               "an add's time", "narrow_gemm_seconds": "a narrow GEMM costs its FLOPs' time, as a square one does",
-              "loader_per_sample": "a DataLoader costs the line through its batch-1 and batch-64 figures at any batch"}
+              "loader_per_sample": "a DataLoader costs the line through its batch-1 and batch-64 figures at any batch",
+              "module_call_seconds": "every module call costs a bare module's (module_call)"}
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message
 # core.calibrate.conv_rate's probe layers, built inline there: (layer, in/out channels and kernel, padding). Repeated

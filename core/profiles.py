@@ -48,6 +48,9 @@ FIELDS = (
           1e-8, 1e-2, HOST),
     Field("module_call", "s/call", "host time of calling an nn.Module beyond its ops (an nn.Identity, which "
           "issues none)", 1e-9, 1e-3, HOST),
+    Field("module_call_seconds", "s/call", "host time of calling each of the common layers core.calibrate lists "
+          "(nn.Linear, nn.Conv1d, nn.ReLU, ...: size: its class) beyond its operations: the call, its forward's "
+          "Python, its parameters looked up", 1e-9, 1e-3, HOST, sized=True, required=False),
     Field("optimizer_step", "s/step", "host time of an optimiser step beyond its ops (torch.optim.Adam, one "
           "tensor at a time): the fixed part of a line through steps over few and many parameters", 0.0, 1e-1, HOST),
     Field("optimizer_op_overhead", "s/op", "host time per op inside that optimiser step (its Python per "

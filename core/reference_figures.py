@@ -8,7 +8,7 @@ A figure {"derive": RULE, "assumption": true, "note": ...} in the catalogue beco
 "crossover-reference-calibration", "assumption": true, "note": note + how the value was worked out}. RULES:
 - "bare_op_ratio": this CPU's op_overhead_no_grad times the geometric mean, over the references that measured the
   figure, of the figure over their own op_overhead_no_grad (Python costs scale with a host's single-thread speed,
-  as its bare op does);
+  as its bare op does); a keyed figure (per module class) key by key;
 - "reference": the figure as the newest reference that measured it calibrated it (or the one named by "machine");
 - "loader_growth" (loader_per_sample): up to batch 64 the line through this CPU's batch-1 and batch-64 figures;
   above it, its batch-64 figure times the newest reference's growth over its own batch-64 figure."""
@@ -78,7 +78,9 @@ def _own(figures: dict, field: str, where: str):
     return spec["value"]
 
 
-def _bare_op_ratio(field: str, figures: dict, measured: list[dict], where: str) -> tuple[float, str]:
+def _bare_op_ratio(field: str, figures: dict, measured: list[dict], where: str) -> tuple[object, str]:
+    if isinstance(measured[0]["cpu"][field], dict):
+        return _bare_op_ratio_per_key(field, figures, measured, where)
     bare = _own(figures, BARE_OP, where)
     ratios = [(r, r["cpu"][field] / r["cpu"][BARE_OP]) for r in measured]
     mean = math.exp(sum(math.log(ratio) for _, ratio in ratios) / len(ratios))
@@ -87,6 +89,20 @@ def _bare_op_ratio(field: str, figures: dict, measured: list[dict], where: str) 
     return bare * mean, (f"this CPU's bare op ({_shown(bare)}, {BARE_OP}) times {mean:.3g}, the geometric mean of "
                          f"the reference machines' ratios of this figure to their bare op ({each}); their spread is "
                          f"this assumption's uncertainty")
+
+
+def _bare_op_ratio_per_key(field: str, figures: dict, measured: list[dict], where: str) -> tuple[dict, str]:
+    """A keyed figure (module_call_seconds: per module class): each key as the scalar rule has it, over the
+    references that measured that key."""
+    bare = _own(figures, BARE_OP, where)
+    keys = dict.fromkeys(key for r in measured for key in r["cpu"][field])
+    value = {}
+    for key in keys:
+        ratios = [r["cpu"][field][key] / r["cpu"][BARE_OP] for r in measured if key in r["cpu"][field]]
+        value[key] = bare * math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios)) if all(ratios) else 0.0
+    return value, (f"per key, this CPU's bare op ({_shown(bare)}, {BARE_OP}) times the geometric mean of the "
+                   f"reference machines' ratios of that key's figure to their bare op (measured by "
+                   f"{'; '.join(f'{_name(r)}, {_taken(r)}' for r in measured)})")
 
 
 def _reference(field: str, figures: dict, measured: list[dict], where: str) -> tuple[object, str]:

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from core import calibrate, devices, op_probes, profiles, runlock, settings
+from core import calibrate, devices, module_probes, op_probes, profiles, runlock, settings
 from core.cli import main
 
 
@@ -30,6 +30,7 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert set(cpu["op_call_seconds"]) == set(cpu["op_element_seconds"]) == set(op_probes.PROBES)
     assert set(cpu["narrow_gemm_seconds"]) == {str(n) for n in calibrate.NARROW_COLUMNS}
     assert set(cpu["loader_per_sample"]) == {str(b) for b in calibrate.QUICK.loader_batches}
+    assert set(cpu["module_call_seconds"]) == set(module_probes.PROBES)
     assert quick_profile["gpus"] == {} and quick_profile["quick"] is True
     assert quick_profile["machine_id"] == devices.fingerprint()["machine_id"]
     profiles.validate(quick_profile)

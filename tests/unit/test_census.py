@@ -216,7 +216,7 @@ def test_each_operation_of_a_toy_step_says_what_it_is_per_call(device):
     assert {o["phase"] for o in found["ops"] if o["op"] == "aten.add_"} == {"optimizer"}  # SGD's updates
     assert found["stretches"] == [{"ops": [[i, o["calls"]] for i, o in enumerate(found["ops"])], "times": 1,
                                    "sync": True, "loader_batches": 0, "loader_samples": 0, "graph_replays": 0,
-                                   "module_calls": 1, "optimizer_steps": 1}]
+                                   "module_calls": 1, "module_classes": {"Linear": 1}, "optimizer_steps": 1}]
     assert found["loader"] == {"batches": 0, "samples": 0} and found["graph_replays"] == 0
 
 
@@ -303,6 +303,8 @@ def test_module_calls_are_counted_through_call_not_forward_and_optimiser_steps_i
     for call, modules in ((model, 4), (model.forward, 3)):  # forward() skips the Sequential's own call
         found = census.of(lambda: [step(call) for _ in range(2)]).summary()
         assert [(s["module_calls"], s["optimizer_steps"]) for s in found["stretches"]] == [(2 * modules, 2)]
+        assert found["stretches"][0]["module_classes"] == {"Linear": 4, "ReLU": 2} | (
+            {"Sequential": 2} if call is model else {})
         assert {o["phase"] for o in found["ops"] if o["op"] == "aten.add_"} == {"optimizer"}
         assert {o["phase"] for o in found["ops"] if o["op"] == "aten.addmm"} == {"step"}
     outside = census.of(lambda: model(x)).summary()  # the hook goes when the census ends

@@ -10,6 +10,7 @@ US = 1e-6
 CPU_FIGURES = {
     "op_overhead_autograd": 10 * US, "op_overhead_no_grad": 5 * US,
     "module_call": 3 * US, "optimizer_step": 40 * US, "optimizer_op_overhead": 7 * US,
+    "module_call_seconds": {"Linear": 4 * US, "Conv1d": 9 * US},  # beyond their ops; other classes: module_call
     # a = 62 us per batch, c = 2 us per sample: L1 = a + c = 64 us, L64 = a / 64 + c = 0.96875 + 2 us
     "loader_batch1_per_sample": 64 * US, "loader_batched_per_sample": 2.96875 * US,
     "loader_per_sample": {},  # no DataLoader per batch size measured: the line through the two figures above
@@ -116,6 +117,14 @@ def test_module_calls_and_optimiser_steps_cost_their_python_on_the_host():
     # GPU: host 46 us + 4 x 7 us = 74 us; launches 4 x max(0, 9 - 7) = 8 us; device 4 x 2 us: host-bound, x 10.
     assert_parts(predict(census([inside], [stretch([(0, 4)], times=10, modules=2, steps=1)]), gpu()),
                  parts(host=740 * US, launches=80 * US))
+
+
+def test_module_calls_cost_their_class_s_figure_and_a_bare_module_s_for_a_class_not_measured():
+    # 3 Linear x 4 us + 1 Conv1d x 9 us + 2 ReLU (not measured) x 3 us = 27 us; module_calls (6) is not read
+    classes = stretch([], modules=6) | {"module_classes": {"Linear": 3, "Conv1d": 1, "ReLU": 2}}
+    assert_parts(predict(census([], [classes], device="cpu"), cpu()), parts(host=27 * US))
+    # a census taken before classes were counted: every call a bare module's, 6 x 3 us
+    assert_parts(predict(census([], [stretch([], modules=6)], device="cpu"), cpu()), parts(host=18 * US))
 
 
 def test_a_compute_bound_matmul_takes_its_device_side():
@@ -360,6 +369,8 @@ def test_crossover_is_the_smallest_value_where_the_gpu_is_faster():
     (census([TINY_ADD], [{k: v for k, v in stretch([(0, 1)]).items() if k not in ("module_calls", "optimizer_steps")}]),
      "stretches count no module calls or optimiser steps.*take it again with this version"),
     (census([TINY_ADD], [stretch([(0, 1)], steps=-1)]), r"census.stretches\[0\].optimizer_steps: -1"),
+    (census([TINY_ADD], [stretch([(0, 1)]) | {"module_classes": {"Linear": -1}}]),
+     r"census.stretches\[0\].module_classes: \{'Linear': -1\}; expected \{module class: calls\}"),
 ])
 def test_a_census_the_model_cannot_read_is_refused_naming_why(bad, message):
     with pytest.raises(PredictionError, match=message):

@@ -25,7 +25,8 @@ def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
            "conv1d_flops": {"8x16x256": 3e10}, "conv2d_flops": {"8x16x16x16": 5e10},
            "elementwise_rate": {"4096": 1e9, "1048576": 2e9}, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10,
            "op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1e-9, "sort": 3e-9},
-           "narrow_gemm_seconds": {"2": 5e-10, "16": 2e-10}, "loader_per_sample": {"1": 30e-6, "64": 5e-6}}
+           "narrow_gemm_seconds": {"2": 5e-10, "16": 2e-10}, "loader_per_sample": {"1": 30e-6, "64": 5e-6},
+           "module_call_seconds": {"Linear": 3e-6, "ReLU": 1e-6}}
     gpu = {"matmul_flops": {"64": 1e11, "1024": 1e13}, "conv1d_flops": {"8x16x256": 1e12},
            "conv2d_flops": {"8x16x16x16": 2e12}, "elementwise_rate": {"1048576": 1e11}, "elementwise_flops": 1e11,
            "memory_bandwidth": 1e12, "launch_overhead": 6e-6, "shortest_kernel": 2e-6, "sync_round_trip": 1e-5,
@@ -253,11 +254,12 @@ def test_a_calibrated_cpu_keeps_its_ops_timed_one_by_one_keyed_by_op(this_profil
 
 def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_and_says_so(results_dir):
     older = made_profile("older-machine")
-    for field in ("op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "loader_per_sample"):
+    for field in ("op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "loader_per_sample",
+                  "module_call_seconds"):
         del older["cpu"][field]
     cpu = hardware.from_profile(older, "cpu")
-    assert sorted(cpu.assumptions) == ["loader_per_sample", "narrow_gemm_seconds", "op_call_seconds",
-                                       "op_element_seconds"]
+    assert sorted(cpu.assumptions) == ["loader_per_sample", "module_call_seconds", "narrow_gemm_seconds",
+                                       "op_call_seconds", "op_element_seconds"]
     assert cpu.value("op_element_seconds") == cpu.value("narrow_gemm_seconds") == {}
     assert "these operations cost an add's time" in cpu.figures["op_call_seconds"].note
     assert "a narrow GEMM costs its FLOPs' time" in cpu.figures["narrow_gemm_seconds"].note

@@ -63,6 +63,19 @@ def test_each_rule_by_hand(two_references):
         assert found[field]["source"] == reference_figures.SOURCE and found[field]["assumption"] is True
 
 
+def test_a_keyed_figure_is_scaled_key_by_key_over_the_references_that_measured_the_key(tmp_path):
+    reference(tmp_path, "ref-old", "2026-01-01T00:00:00+00:00", op_overhead_no_grad=2 * US,
+              module_call_seconds={"Linear": 4 * US})  # ratio 2
+    reference(tmp_path, "ref-new", "2026-02-01T00:00:00+00:00", op_overhead_no_grad=1 * US,
+              module_call_seconds={"Linear": 8 * US, "ReLU": 3 * US})  # ratios 8 and 3
+    document = catalogue({"op_overhead_no_grad": {"value": 5 * US, "assumption": True, "note": "typed"},
+                          "module_call_seconds": derived("bare_op_ratio")})
+    reference_figures.resolve(document, tmp_path)
+    # Linear: 5 us x sqrt(2 x 8) = 20 us; ReLU, measured by the newer reference only: 5 us x 3 = 15 us
+    assert document["hardware"][0]["figures"]["module_call_seconds"]["value"] == pytest.approx(
+        {"Linear": 20 * US, "ReLU": 15 * US})
+
+
 def test_a_reference_named_for_a_figure_is_the_one_copied(two_references):
     document = catalogue({"op_element_seconds": derived("reference", machine="ref-old")})
     reference_figures.resolve(document, two_references)
@@ -110,7 +123,10 @@ def test_the_shipped_catalogue_derives_its_figures_from_the_shipped_reference_pr
             if spec["derive"] == "reference":
                 source = shipped[spec["machine"]] if "machine" in spec else newest
                 assert device.value(field) == pytest.approx(source["cpu"][field]), (entry["name"], field)
-            if spec["derive"] == "bare_op_ratio":  # between the references' own ratios, times this CPU's bare op
-                ratios = [p["cpu"][field] / p["cpu"]["op_overhead_no_grad"] for p in shipped.values()]
-                ratio = device.value(field) / device.value("op_overhead_no_grad")
-                assert min(ratios) <= ratio <= max(ratios) and math.isclose(ratio, math.prod(ratios) ** (1 / len(ratios)))
+            if spec["derive"] == "bare_op_ratio":  # the references' own ratios' geometric mean x this CPU's bare op
+                value = device.value(field)
+                for key, figure in (value.items() if isinstance(value, dict) else [(None, value)]):
+                    ratios = [(p["cpu"][field] if key is None else p["cpu"][field][key]) / p["cpu"]["op_overhead_no_grad"]
+                              for p in shipped.values() if field in p["cpu"] and (key is None or key in p["cpu"][field])]
+                    ratio = figure / device.value("op_overhead_no_grad")
+                    assert math.isclose(ratio, math.prod(ratios) ** (1 / len(ratios))), (entry["name"], field, key)
