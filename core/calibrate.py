@@ -38,6 +38,7 @@ LISTED_OP_ROWS = (128, 4096)  # core.op_probes' two sizes: one thread's work, an
 # The narrow-GEMM probe: a batch of rows through a layer of a few outputs (a small model's last layers and their
 # gradients), as wide as one vector register of floats and beyond, where a GEMM reaches its FLOP rate.
 NARROW_GEMM_LEFT, NARROW_COLUMNS = (4096, 32), (1, 2, 4, 8, 16)
+PROBE_RETRIES = 2  # measurements again of a probe with a figure outside its sane range
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 
 
@@ -161,18 +162,20 @@ def python_costs(device: str, effort: Effort) -> dict:
         steps.append((census.of(optimizer.step, device).summary()["operations"], _seconds(optimizer.step, device, effort)))
     (few_ops, few_s), (many_ops, many_s) = steps
     per_op = max((many_s - few_s) / (many_ops - few_ops), _seconds(lambda: torch.add(x, x), device, effort))
-    return {"module_call": _seconds(lambda: identity(x), device, effort), "module_call_seconds": module_costs(
-        device, effort), "optimizer_step": max(few_s - few_ops * per_op, 0.0), "optimizer_op_overhead": per_op}
+    bare_module = _seconds(lambda: identity(x), device, effort)
+    return {"module_call": bare_module, "module_call_seconds": module_costs(device, effort, bare_module),
+            "optimizer_step": max(few_s - few_ops * per_op, 0.0), "optimizer_op_overhead": per_op}
 
 
-def module_costs(device: str, effort: Effort) -> dict:
+def module_costs(device: str, effort: Effort, bare_module: float) -> dict:
     """Seconds of each core.module_probes layer's call beyond the operations it issues (no grad: its Python
-    alone), at least 0."""
+    alone), at least a bare module's call (`bare_module`), which every call pays."""
     costs = {}
     with torch.no_grad():
         for name, build in module_probes.PROBES.items():
             module_call, operations = build()
-            costs[name] = max(_seconds(module_call, device, effort) - _seconds(operations, device, effort), 0.0)
+            costs[name] = max(_seconds(module_call, device, effort) - _seconds(operations, device, effort),
+                              bare_module)
     return costs
 
 
@@ -392,7 +395,7 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
         for number, measured in enumerate(passes, 1):
             for device, probe in steps:
                 bar.set_postfix_str(f"pass {number}/{effort.passes}: {device} {probe.title}")
-                measured[device] |= probe.measure(device, effort)
+                measured[device] |= _measure(probe, device, effort)
                 bar.update()
     seconds = watch.lap("calibration")
     measured = {device: _medians([found[device] for found in passes]) for device in names}
@@ -400,6 +403,17 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
     return {"schema": profiles.SCHEMA_VERSION, "machine_id": fp["machine_id"], "fingerprint": fp,
             "code_version": versions.code_version(), "taken": taken, "seconds": seconds, "quick": quick,
             "load_per_core": load_per_core, "cpu": measured.pop("cpu"), "gpus": measured}
+
+
+def _measure(probe: Probe, device: str, effort: Effort) -> dict:
+    """A probe's figures, measured again (up to PROBE_RETRIES times) while any is outside its sane range: a stall
+    of a busy machine, not its speed. What is still out of range after that is left for profiles.save to refuse."""
+    found = probe.measure(device, effort)
+    for _ in range(PROBE_RETRIES):
+        if not profiles.out_of_range(found):
+            break
+        found = probe.measure(device, effort)
+    return found
 
 
 def _medians(passes: list[dict]) -> dict:

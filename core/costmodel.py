@@ -191,13 +191,12 @@ def _python_seconds(stretch: dict, host) -> float:
 
 def _module_seconds(stretch: dict, host) -> float:
     """Each module call at the host's figure for its class (module_call_seconds), or at a bare module's
-    (module_call) for a class it did not measure and for a census that names no classes."""
+    (module_call) for a class it did not measure and for calls the census names no class of."""
     bare = host.value("module_call")
-    classes = stretch.get("module_classes")
-    if classes is None:
-        return stretch["module_calls"] * bare
+    classes = stretch.get("module_classes", {})
     by_class = host.value("module_call_seconds")
-    return sum(calls * by_class.get(name, bare) for name, calls in classes.items())
+    unnamed = max(stretch["module_calls"] - sum(classes.values()), 0)
+    return unnamed * bare + sum(calls * by_class.get(name, bare) for name, calls in classes.items())
 
 
 def _work_seconds(op: dict, device, elementwise: str | None) -> float:
@@ -286,7 +285,7 @@ def _loading_seconds(stretch: dict, host) -> float:
     if not (batches or samples):
         return 0.0
     by_batch = host.value("loader_per_sample")
-    if by_batch and batches:
+    if by_batch and batches and samples:
         return samples * _at_batch(by_batch, samples / batches)
     per_batch, per_sample = loader_costs(host)
     return batches * per_batch + samples * per_sample

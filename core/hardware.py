@@ -43,12 +43,7 @@ KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops")
                        ("h2d pinned", "h2d_bandwidth_pinned"))}
 NAME_PATTERN = r"^[a-z0-9][a-z0-9.-]*$"  # a slug: never "this", never "<machine>:cuda:N"
 SIZE_PATTERN = r"^[0-9]+(\.[0-9]+)?([eE]\+?[0-9]+)?$"  # FLOPs per call
-OP_NAME = r"^[a-z_][a-z0-9_]*$"
-COUNT = r"^[1-9][0-9]*$"
-CLASS_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-# figures {key: value}, the key an op, a GEMM's output columns, a batch size or a module class, not FLOPs per call
-KEYED = {"op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT,
-         "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME}
+KEYED = profiles.KEYS  # figures {key: value}, the key an op, a width, a batch or a module class, not FLOPs per call
 # What the cost model assumes where an older profile lacks a keyed figure.
 UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_element_seconds": "these operations cost "
               "an add's time", "narrow_gemm_seconds": "a narrow GEMM costs its FLOPs' time, as a square one does",
@@ -194,7 +189,8 @@ def _schema(source_ids: list[str]) -> dict:
 def validate(document: dict) -> None:
     """Raise HardwareError naming the first field of a catalogue document that is missing, unknown or out of range:
     every figure has a known source or is an assumption with a note, every entry has every figure of its kind, every
-    value is positive, names and aliases are unique, and every write-up names a GPU and a CPU of the catalogue."""
+    value is positive, a figure derived from the reference machines (core.reference_figures) is an assumption and
+    not also typed in, names and aliases are unique, and every write-up names a GPU and a CPU of the catalogue."""
     _check_derived(document)
     sources = document.get("sources") if isinstance(document, dict) else None
     source_ids = sorted(sources) if isinstance(sources, dict) else []

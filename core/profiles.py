@@ -48,7 +48,7 @@ FIELDS = (
           1e-8, 1e-2, HOST),
     Field("module_call", "s/call", "host time of calling an nn.Module beyond its ops (an nn.Identity, which "
           "issues none)", 1e-9, 1e-3, HOST),
-    Field("module_call_seconds", "s/call", "host time of calling each of the common layers core.calibrate lists "
+    Field("module_call_seconds", "s/call", "host time of calling each of the common layers core.module_probes lists "
           "(nn.Linear, nn.Conv1d, nn.ReLU, ...: size: its class) beyond its operations: the call, its forward's "
           "Python, its parameters looked up", 1e-9, 1e-3, HOST, sized=True, required=False),
     Field("optimizer_step", "s/step", "host time of an optimiser step beyond its ops (torch.optim.Adam, one "
@@ -105,6 +105,10 @@ FIELDS = (
           1e-9, 1e-3, GPU),
 )
 
+# Sized fields keyed by something other than a size: the pattern of their keys.
+OP_NAME, COUNT, CLASS_NAME = r"^[a-z_][a-z0-9_]*$", r"^[1-9][0-9]*$", r"^[A-Za-z_][A-Za-z0-9_]*$"
+KEYS = {"op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT,
+        "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME}
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
 
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
@@ -124,7 +128,10 @@ def fields_for(kind: str) -> list[Field]:
 
 def _value_schema(field: Field) -> dict:
     number = {"type": "number", "minimum": field.low, "maximum": field.high}
-    return {"type": "object", "minProperties": 1, "additionalProperties": number} if field.sized else number
+    if not field.sized:
+        return number
+    keys = {"propertyNames": {"pattern": KEYS[field.name]}} if field.name in KEYS else {}
+    return {"type": "object", "minProperties": 1, "additionalProperties": number} | keys
 
 
 def _section_schema(kind: str) -> dict:
@@ -152,6 +159,18 @@ SCHEMA = {
     },
 }
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def out_of_range(section: dict) -> list[str]:
+    """The fields of a measured section ({field: value}, a sized one {size: value}) with a value outside its sane
+    range: a broken measurement, such as one a busy machine stalled."""
+    ranges = {f.name: (f.low, f.high) for f in FIELDS}
+    broken = []
+    for field, value in section.items():
+        low, high = ranges[field]
+        if any(not low <= v <= high for v in (value.values() if isinstance(value, dict) else [value])):
+            broken.append(field)
+    return broken
 
 
 def validate(profile: dict) -> None:

@@ -16,12 +16,19 @@ import json
 import math
 from pathlib import Path
 
-from core import profiles, settings
+from core import profiles, results, settings
+from core.costmodel import LOADER_BATCH
 
 SOURCE = "crossover-reference-calibration"
-RULES = ("reference", "bare_op_ratio", "loader_growth")
 BARE_OP = "op_overhead_no_grad"
-LOADER_BATCH = 64
+# Each rule and the CPU figures it may derive (in this order: a loader_growth figure grows from this CPU's own
+# loader figures, which the reference rule may derive first).
+DERIVABLE = {"reference": ("loader_batch1_per_sample", "loader_batched_per_sample", "op_call_seconds",
+                           "op_element_seconds", "narrow_gemm_seconds"),
+             "bare_op_ratio": ("op_overhead_autograd", "module_call", "module_call_seconds", "optimizer_step",
+                               "optimizer_op_overhead"),
+             "loader_growth": ("loader_per_sample",)}
+RULES = tuple(DERIVABLE)
 
 
 class DerivationError(ValueError):
@@ -32,12 +39,15 @@ def resolve(document: dict, results_dir: Path = None) -> dict:
     """The catalogue document with every derived CPU figure worked out from the reference profiles in
     `results_dir` (the app's own results folder by default); DerivationError naming the figure when it cannot be."""
     references = _references(document.get("references"), results_dir or settings.APP_ROOT / "results")
-    for rule in RULES:  # in order: a loader_growth figure grows from this CPU's own loader figures, derived or not
+    for rule in RULES:
         for index, entry in enumerate(document.get("hardware") or []):
             figures = entry.get("figures") if isinstance(entry, dict) else None
             for field, spec in (figures or {}).items():
                 if isinstance(spec, dict) and spec.get("derive") == rule:
                     where = f"hardware[{entry.get('name', index)!r}].figures.{field}"
+                    if entry.get("kind") != "cpu" or field not in DERIVABLE[rule]:
+                        raise DerivationError(f"{where}.derive: the rule '{rule}' derives a CPU's "
+                                              f"{', '.join(DERIVABLE[rule])}, not a {entry.get('kind')}'s {field}")
                     figures[field] = _derived(field, spec, figures, references, where)
     return document
 
@@ -50,19 +60,23 @@ def _references(ids, results_dir: Path) -> list[dict]:
     found = []
     for machine_id in ids:
         target = profiles.path(machine_id, results_dir)
-        try:
-            profile = json.loads(target.read_text(encoding="utf-8"))
+        try:  # read like a record: a regular file only, never through a link
+            profile = json.loads(results.read_regular_file(target)[0])
             profiles.validate(profile)
-        except (OSError, ValueError) as e:  # ProfileError is a ValueError
+            if profile["machine_id"] != machine_id:
+                raise ValueError(f"it is the profile of '{profile['machine_id']}'")
+        except ValueError as e:  # ProfileError and JSON errors are ValueErrors
             raise DerivationError(f"references: the profile of '{machine_id}' ({target}) cannot be read: {e}") from None
         found.append(profile)
     return sorted(found, key=lambda p: p["taken"], reverse=True)  # newest first
 
 
 def _derived(field: str, spec: dict, figures: dict, references: list[dict], where: str) -> dict:
-    rule = spec["derive"]
-    measured = [r for r in references if field in r["cpu"] and (rule != "reference" or spec.get("machine") in (
-        None, r["machine_id"]))]
+    rule, named = spec["derive"], spec.get("machine")
+    if named is not None and (rule != "reference" or named not in {r["machine_id"] for r in references}):
+        raise DerivationError(f"{where}.machine: '{named}' is not one of the references, or the rule '{rule}' "
+                              f"names none (only 'reference' does)")
+    measured = [r for r in references if field in r["cpu"] and named in (None, r["machine_id"])]
     if not measured:
         raise DerivationError(f"{where}: no reference machine's profile has {field}; references: "
                               f"{', '.join(r['machine_id'] for r in references) or 'none'}")
@@ -82,7 +96,7 @@ def _bare_op_ratio(field: str, figures: dict, measured: list[dict], where: str) 
     if isinstance(measured[0]["cpu"][field], dict):
         return _bare_op_ratio_per_key(field, figures, measured, where)
     bare = _own(figures, BARE_OP, where)
-    ratios = [(r, r["cpu"][field] / r["cpu"][BARE_OP]) for r in measured]
+    ratios = [(r, _ratio(r, r["cpu"][field], field, where)) for r in measured]
     mean = math.exp(sum(math.log(ratio) for _, ratio in ratios) / len(ratios))
     each = "; ".join(f"{_name(r)} {ratio:.3g} ({_shown(r['cpu'][field])} / {_shown(r['cpu'][BARE_OP])}, "
                      f"{_taken(r)})" for r, ratio in ratios)
@@ -98,11 +112,18 @@ def _bare_op_ratio_per_key(field: str, figures: dict, measured: list[dict], wher
     keys = dict.fromkeys(key for r in measured for key in r["cpu"][field])
     value = {}
     for key in keys:
-        ratios = [r["cpu"][field][key] / r["cpu"][BARE_OP] for r in measured if key in r["cpu"][field]]
-        value[key] = bare * math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios)) if all(ratios) else 0.0
+        ratios = [_ratio(r, r["cpu"][field][key], f"{field}.{key}", where) for r in measured if key in r["cpu"][field]]
+        value[key] = bare * math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios))
     return value, (f"per key, this CPU's bare op ({_shown(bare)}, {BARE_OP}) times the geometric mean of the "
                    f"reference machines' ratios of that key's figure to their bare op (measured by "
                    f"{'; '.join(f'{_name(r)}, {_taken(r)}' for r in measured)})")
+
+
+def _ratio(reference: dict, figure: float, what: str, where: str) -> float:
+    if figure <= 0:
+        raise DerivationError(f"{where}: {_name(reference)}'s {what} is {figure:g}; a ratio to its bare op needs a "
+                              f"figure above 0")
+    return figure / reference["cpu"][BARE_OP]
 
 
 def _reference(field: str, figures: dict, measured: list[dict], where: str) -> tuple[object, str]:

@@ -327,6 +327,10 @@ def load(machine_id: str = None) -> pd.DataFrame:
     return frame
 
 
+class UnreadableTable(UserWarning):
+    """A saved write-up validation that latest() skipped: broken, foreign or not a regular file."""
+
+
 def latest() -> pd.DataFrame | None:
     """This machine's saved table, or else the latest another machine saved (the figures are predicted on the
     write-ups' hardware either way); None when no machine has saved a readable one. A saved file that cannot be
@@ -340,7 +344,7 @@ def latest() -> pd.DataFrame | None:
         try:
             loaded.append(load(machine_id))
         except ValueError as e:
-            warnings.warn(f"The saved write-up validation cannot be read: {e}", stacklevel=2)
+            warnings.warn(f"The saved write-up validation cannot be read: {e}", UnreadableTable, stacklevel=2)
     if not loaded:
         return None
     return max(loaded, key=lambda f: (f.attrs.get("machine_id") == here, f.attrs.get("taken") or ""))

@@ -49,7 +49,7 @@ for mid, fp in fingerprints.items():
     table = pd.DataFrame([row for row in profiles.rows(profile) if row["field"] not in profiles.OP_FIGURES])
     table["value"] = table["value"] + " " + table.pop("unit")
     st.dataframe(table, hide_index=True, height="content",
-                 column_config={"size": st.column_config.TextColumn("size or width", width=150),
+                 column_config={"size": st.column_config.TextColumn("size, width or class", width=170),
                                 "what it is": st.column_config.TextColumn(width="large")})
     timed = profiles.op_rows(profile)
     if timed:

@@ -78,11 +78,14 @@ st.markdown(f"Every timing figure the write-ups publish, predicted on the hardwa
             f"driven by its CPU; an assumption where it does not say) beside the published figure: ratio = "
             f"predicted / published, close when within {writeups.WITHIN:g}x. Where the write-up's own method (its "
             f"clock, its loop) explains a gap, the method column says how.")
-with warnings.catch_warnings(record=True) as skipped:  # a broken or foreign file: named with why, as for a record
-    warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:  # a broken or foreign file: named with why, as for a record
+    warnings.simplefilter("always", writeups.UnreadableTable)
     validation = writeups.latest()  # this machine's, else the latest another machine saved: the same hardware predicted
-for warning in skipped:
-    st.warning(str(warning.message), icon="⚠️")
+for warning in caught:
+    if issubclass(warning.category, writeups.UnreadableTable):
+        st.warning(str(warning.message), icon="⚠️")
+    else:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
 not_here = ("." if settings.read_only() else ": `python -m core predict --writeups` takes the census of each "
             "figure's workload and saves the table here (a minute or two).")
 if validation is not None and validation.attrs.get("machine_id") != here:

@@ -4,6 +4,8 @@ from core import devices, profiles, settings
 from tests.helpers import page_text, render, shipped_runs
 
 NOT_CALIBRATED = "not calibrated: run `python -m core calibrate`"
+KEYS_BY_PATTERN = {profiles.OP_NAME: ("tanh", "sort"), profiles.COUNT: ("64", "256"),
+                   profiles.CLASS_NAME: ("Linear", "ReLU")}  # two keys of a keyed field, as its pattern allows
 
 
 def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
@@ -12,7 +14,8 @@ def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
         values = {}
         for field in profiles.fields_for(kind):
             middle = (field.low * field.high) ** 0.5
-            values[field.name] = {"64": middle, "256": middle * 2} if field.sized else middle
+            small, large = KEYS_BY_PATTERN.get(profiles.KEYS.get(field.name), ("64", "256"))
+            values[field.name] = {small: middle, large: middle * 2} if field.sized else middle
         return values
     fp = dict(devices.fingerprint(), machine_id=machine_id)
     return {"schema": 1, "machine_id": machine_id, "fingerprint": fp, "code_version": {"commit": "0123456789abcdef",

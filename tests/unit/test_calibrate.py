@@ -36,6 +36,30 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     profiles.validate(quick_profile)
 
 
+def test_a_probe_with_a_figure_outside_its_sane_range_is_measured_again():
+    readings = iter([{"module_call": 5.0, "op_call_seconds": {"tanh": 1e-6}},  # a stalled call: 5 s per module call
+                     {"module_call": 1e-6, "op_call_seconds": {"tanh": 0.5}},   # a stalled op
+                     {"module_call": 1e-6, "op_call_seconds": {"tanh": 1e-6}}])
+    probe = calibrate.Probe("made", profiles.HOST, lambda device, effort: next(readings))
+    assert profiles.out_of_range({"module_call": 5.0, "op_call_seconds": {"tanh": 0.5}}) == ["module_call",
+                                                                                          "op_call_seconds"]
+    assert calibrate._measure(probe, "cpu", calibrate.QUICK) == {"module_call": 1e-6, "op_call_seconds": {"tanh": 1e-6}}
+    stuck = calibrate.Probe("stuck", profiles.HOST, lambda device, effort: {"module_call": 5.0})
+    assert calibrate._measure(stuck, "cpu", calibrate.QUICK) == {"module_call": 5.0}  # left for save to refuse
+
+
+@pytest.mark.parametrize("field, key, message", [
+    ("loader_per_sample", "0", "cpu/loader_per_sample: '0' does not match"),  # a batch of no samples
+    ("module_call_seconds", "nn.Linear", "cpu/module_call_seconds: 'nn.Linear' does not match"),
+    ("op_element_seconds", "Tanh", "cpu/op_element_seconds: 'Tanh' does not match"),
+])
+def test_a_profile_keyed_figure_with_a_key_of_the_wrong_kind_is_refused(quick_profile, field, key, message):
+    broken = copy.deepcopy(quick_profile)
+    broken["cpu"][field][key] = 1e-6
+    with pytest.raises(profiles.ProfileError, match=message):
+        profiles.validate(broken)
+
+
 def test_every_field_has_a_unit_shown_in_human_units_and_a_probe_that_measures_it():
     for field in profiles.FIELDS:
         assert field.unit in profiles.HUMAN_UNITS and 0 <= field.low < field.high, field.name

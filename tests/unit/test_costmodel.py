@@ -123,8 +123,11 @@ def test_module_calls_cost_their_class_s_figure_and_a_bare_module_s_for_a_class_
     # 3 Linear x 4 us + 1 Conv1d x 9 us + 2 ReLU (not measured) x 3 us = 27 us; module_calls (6) is not read
     classes = stretch([], modules=6) | {"module_classes": {"Linear": 3, "Conv1d": 1, "ReLU": 2}}
     assert_parts(predict(census([], [classes], device="cpu"), cpu()), parts(host=27 * US))
-    # a census taken before classes were counted: every call a bare module's, 6 x 3 us
+    # a census taken before classes were counted: every call a bare module's, 6 x 3 us; calls it names no class
+    # of likewise: 1 Linear x 4 us + 5 x 3 us
     assert_parts(predict(census([], [stretch([], modules=6)], device="cpu"), cpu()), parts(host=18 * US))
+    some = stretch([], modules=6) | {"module_classes": {"Linear": 1}}
+    assert_parts(predict(census([], [some], device="cpu"), cpu()), parts(host=19 * US))
 
 
 def test_a_compute_bound_matmul_takes_its_device_side():

@@ -91,6 +91,10 @@ OWN_LOADER = {"loader_batch1_per_sample": {"value": 64 * US, "assumption": True,
      "references: the profile of 'gone-machine' ("),
     ({"module_call": derived("bare_op_ratio")}, ("ref-old",),
      "hardware['made-cpu'].figures.module_call: the rule needs this CPU's own op_overhead_no_grad"),
+    ({"op_call_seconds": derived("reference", machine="elsewhere")}, ("ref-old", "ref-new"),
+     "hardware['made-cpu'].figures.op_call_seconds.machine: 'elsewhere' is not one of the references"),
+    ({"matmul_flops": derived("reference")}, ("ref-old",),
+     "hardware['made-cpu'].figures.matmul_flops.derive: the rule 'reference' derives a CPU's loader_batch1"),
     ({"loader_per_sample": derived("loader_growth"), **OWN_LOADER}, ("ref-old",),
      "hardware['made-cpu'].figures.loader_per_sample: no reference machine's profile has loader_per_sample; "
      "references: ref-old"),
@@ -99,6 +103,22 @@ def test_a_rule_that_cannot_apply_names_the_figure_and_why(two_references, figur
     with pytest.raises(reference_figures.DerivationError) as refused:
         reference_figures.resolve(catalogue(figures, references), two_references)
     assert str(refused.value).startswith(message)
+
+
+def test_a_reference_figure_of_zero_cannot_make_a_ratio_and_says_so(tmp_path):
+    reference(tmp_path, "ref-old", "2026-01-01T00:00:00+00:00", optimizer_step=0.0)
+    document = catalogue({"op_overhead_no_grad": {"value": 5 * US, "assumption": True, "note": "typed"},
+                          "optimizer_step": derived("bare_op_ratio")}, ("ref-old",))
+    with pytest.raises(reference_figures.DerivationError, match=r"figures.optimizer_step: .*\(ref-old\)'s "
+                                                                r"optimizer_step is 0; a ratio to its bare op needs"):
+        reference_figures.resolve(document, tmp_path)
+
+
+def test_a_rule_on_a_gpu_is_refused(two_references):
+    document = {"references": ["ref-new"], "hardware": [
+        {"name": "made-gpu", "kind": "gpu", "figures": {"module_call": derived("bare_op_ratio")}}]}
+    with pytest.raises(reference_figures.DerivationError, match="derives a CPU's .*, not a gpu's module_call"):
+        reference_figures.resolve(document, two_references)
 
 
 def test_a_catalogue_whose_reference_is_missing_is_refused_by_load(tmp_path, monkeypatch):
@@ -114,8 +134,9 @@ def test_the_shipped_catalogue_derives_its_figures_from_the_shipped_reference_pr
     document = json.loads(hardware.CATALOGUE_PATH.read_text(encoding="utf-8"))
     shipped = {mid: json.loads(profiles.path(mid, settings.APP_ROOT / "results").read_text()) for mid in document["references"]}
     newest = max(shipped.values(), key=lambda p: p["taken"])
+    loaded = hardware.load()
     for entry in document["hardware"]:
-        device = hardware.load().devices[entry["name"]]
+        device = loaded.devices[entry["name"]]
         for field, spec in entry["figures"].items():
             if "derive" not in spec:
                 continue
@@ -123,6 +144,12 @@ def test_the_shipped_catalogue_derives_its_figures_from_the_shipped_reference_pr
             if spec["derive"] == "reference":
                 source = shipped[spec["machine"]] if "machine" in spec else newest
                 assert device.value(field) == pytest.approx(source["cpu"][field]), (entry["name"], field)
+            if spec["derive"] == "loader_growth":  # above 64, this CPU's batch-64 figure x the reference's growth
+                grown = newest["cpu"][field]
+                for size, seconds in device.value(field).items():
+                    if int(size) > 64:
+                        assert seconds == pytest.approx(device.value("loader_batched_per_sample") * grown[size]
+                                                        / grown["64"]), (entry["name"], size)
             if spec["derive"] == "bare_op_ratio":  # the references' own ratios' geometric mean x this CPU's bare op
                 value = device.value(field)
                 for key, figure in (value.items() if isinstance(value, dict) else [(None, value)]):
