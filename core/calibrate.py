@@ -20,11 +20,10 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from core import census, devices, graphs, module_probes, op_probes, profiles, results, timing, versions
+from core import census, costmodel, devices, graphs, module_probes, op_probes, profiles, results, timing, versions
 
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
-LOADER_BATCH = 64
 LOADER_FEATURES = 16
 LOADER_PASS_BATCHES, LOADER_PASSES = 256, 3  # the DataLoader per batch size: batches per pass (at most), passes
 TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's training step: Linear, ReLU, Linear
@@ -139,8 +138,7 @@ def _recording_op_seconds(bare: float, python: dict, device: str, effort: Effort
     recording = sum(op["calls"] for op in found["ops"] if op["autograd"])
     in_step = sum(op["calls"] for op in found["ops"] if op["phase"] == census.OPTIMIZER)
     (stretch,) = found["stretches"]
-    modules = sum(calls * python["module_call_seconds"].get(name, python["module_call"])
-                  for name, calls in stretch["module_classes"].items())
+    modules = costmodel.module_seconds(stretch, python["module_call"], python["module_call_seconds"])
     known = ((found["operations"] - recording - in_step) * bare + in_step * python["optimizer_op_overhead"]
              + modules + stretch["optimizer_steps"] * python["optimizer_step"])
     seconds = min(timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds).samples)
@@ -182,7 +180,7 @@ def module_costs(device: str, effort: Effort, bare_module: float) -> dict:
 def loader_cost(device: str, effort: Effort) -> dict:
     per_sample = {}
     for field, batch_size, samples in (("loader_batch1_per_sample", 1, effort.loader_samples[0]),
-                                       ("loader_batched_per_sample", LOADER_BATCH, effort.loader_samples[1])):
+                                       ("loader_batched_per_sample", costmodel.LOADER_BATCH, effort.loader_samples[1])):
         per_sample[field] = min(_loader_passes(batch_size, samples, device, effort.repeats)) / samples
     return per_sample | {"loader_per_sample": loader_by_batch(device, effort)}
 

@@ -192,9 +192,13 @@ def _python_seconds(stretch: dict, host) -> float:
 def _module_seconds(stretch: dict, host) -> float:
     """Each module call at the host's figure for its class (module_call_seconds), or at a bare module's
     (module_call) for a class it did not measure and for calls the census names no class of."""
-    bare = host.value("module_call")
+    return module_seconds(stretch, host.value("module_call"), host.value("module_call_seconds"))
+
+
+def module_seconds(stretch: dict, bare: float, by_class: dict[str, float]) -> float:
+    """A stretch's module calls at `by_class`'s figure for their class, else at `bare` (calls it names no class of
+    included)."""
     classes = stretch.get("module_classes", {})
-    by_class = host.value("module_call_seconds")
     unnamed = max(stretch["module_calls"] - sum(classes.values()), 0)
     return unnamed * bare + sum(calls * by_class.get(name, bare) for name, calls in classes.items())
 
@@ -292,15 +296,26 @@ def _loading_seconds(stretch: dict, host) -> float:
 
 
 def _at_batch(by_batch: dict[str, float], batch: float) -> float:
-    """Seconds per sample at `batch` samples a batch: log-log between the batch sizes measured, the nearest one's
-    beyond them."""
-    sizes, seconds = zip(*sorted((float(size), value) for size, value in by_batch.items()))
-    return float(np.exp(np.interp(np.log(batch), np.log(sizes), np.log(seconds))))
+    """Seconds per sample at `batch` samples a batch, between the batch sizes measured."""
+    return loglog(sorted((float(size), value) for size, value in by_batch.items()), batch)
+
+
+def loglog(points, at: float) -> float:
+    """The value at `at` on a curve of (size, value) points in increasing size: interpolated log-log, the end
+    point's value beyond either end."""
+    sizes, values = zip(*points)
+    where = np.log(max(at, sizes[0]))  # np.interp clamps at both ends; the max keeps log away from 0
+    return float(np.exp(np.interp(where, np.log(sizes), np.log(values))))
 
 
 def loader_costs(host) -> tuple[float, float]:
     """(seconds per batch, seconds per sample) of a DataLoader on the host, from its two loader figures."""
-    one, batched = host.value("loader_batch1_per_sample"), host.value("loader_batched_per_sample")
+    return loader_line(host.value("loader_batch1_per_sample"), host.value("loader_batched_per_sample"))
+
+
+def loader_line(one: float, batched: float) -> tuple[float, float]:
+    """(seconds per batch a, seconds per sample c), each at least 0, from the seconds per sample at batch 1 (one = a +
+    c) and at LOADER_BATCH (batched = a / LOADER_BATCH + c)."""
     per_sample = max(0.0, (LOADER_BATCH * batched - one) / (LOADER_BATCH - 1))
     return max(0.0, one - per_sample), per_sample
 

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Mapping
 
 import jsonschema
-import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from core import devices, profiles, reference_figures, settings
+from core import costmodel, devices, profiles, reference_figures, settings
 
 CATALOGUE_PATH = Path(__file__).with_name("hardware.json")
 SCHEMA_VERSION = 1
@@ -84,11 +83,9 @@ class Figure:
         its sizes and clamped at its ends, or at its largest size when `flops` is None."""
         if not self.sized:
             return self.value
-        sizes, rates = zip(*self.value)
         if flops is None:
-            return rates[-1]
-        at = np.log(max(flops, sizes[0]))  # np.interp clamps at both ends; the max keeps log away from 0
-        return float(np.exp(np.interp(at, np.log(sizes), np.log(rates))))
+            return self.value[-1][1]
+        return costmodel.loglog(self.value, flops)
 
 
 @dataclass(frozen=True)

@@ -159,18 +159,13 @@ SCHEMA = {
     },
 }
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+_FIELD_VALIDATORS = {f.name: jsonschema.Draft202012Validator(_value_schema(f)) for f in FIELDS}
 
 
 def out_of_range(section: dict) -> list[str]:
     """The fields of a measured section ({field: value}, a sized one {size: value}) with a value outside its sane
-    range: a broken measurement, such as one a busy machine stalled."""
-    ranges = {f.name: (f.low, f.high) for f in FIELDS}
-    broken = []
-    for field, value in section.items():
-        low, high = ranges[field]
-        if any(not low <= v <= high for v in (value.values() if isinstance(value, dict) else [value])):
-            broken.append(field)
-    return broken
+    range (its schema's): a broken measurement, such as one a busy machine stalled."""
+    return [field for field, value in section.items() if not _FIELD_VALIDATORS[field].is_valid(value)]
 
 
 def validate(profile: dict) -> None:
@@ -216,15 +211,21 @@ def all(results_dir: Path = None) -> dict[str, dict]:  # shadows the builtin ins
 
 def read(target: Path) -> dict | None:
     """The profile in `target`, or None with a warning naming the file and what is wrong with it."""
-    try:  # read like a record: a regular file only, never through a link, never blocking on a pipe
-        profile = json.loads(results.read_regular_file(target)[0], parse_constant=_refuse_constant)
-        validate(profile)
-        folder = target.parent.parent.name
-        if profile["machine_id"] != folder:
-            raise ProfileError(f"machine_id: '{profile['machine_id']}' is not its folder's '{folder}'")
-    except (ValueError, ProfileError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+    try:
+        return read_checked(target)
+    except ValueError as e:  # ProfileError, JSONDecodeError and UnicodeDecodeError are ValueErrors
         warnings.warn(f"skipping calibration profile {target}: {e}", stacklevel=3)
         return None
+
+
+def read_checked(target: Path) -> dict:
+    """The profile in `target`, read like a record (a regular file only, never through a link, never blocking on
+    a pipe) and checked, its machine id its folder's; ValueError saying what is wrong."""
+    profile = json.loads(results.read_regular_file(target)[0], parse_constant=_refuse_constant)
+    validate(profile)
+    folder = target.parent.parent.name
+    if profile["machine_id"] != folder:
+        raise ProfileError(f"machine_id: '{profile['machine_id']}' is not its folder's '{folder}'")
     return profile
 
 

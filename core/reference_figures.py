@@ -12,12 +12,11 @@ A figure {"derive": RULE, "assumption": true, "note": ...} in the catalogue beco
 - "reference": the figure as the newest reference that measured it calibrated it (or the one named by "machine");
 - "loader_growth" (loader_per_sample): up to batch 64 the line through this CPU's batch-1 and batch-64 figures;
   above it, its batch-64 figure times the newest reference's growth over its own batch-64 figure."""
-import json
 import math
 from pathlib import Path
 
-from core import profiles, results, settings
-from core.costmodel import LOADER_BATCH
+from core import profiles, settings
+from core.costmodel import LOADER_BATCH, loader_line
 
 SOURCE = "crossover-reference-calibration"
 BARE_OP = "op_overhead_no_grad"
@@ -60,14 +59,10 @@ def _references(ids, results_dir: Path) -> list[dict]:
     found = []
     for machine_id in ids:
         target = profiles.path(machine_id, results_dir)
-        try:  # read like a record: a regular file only, never through a link
-            profile = json.loads(results.read_regular_file(target)[0])
-            profiles.validate(profile)
-            if profile["machine_id"] != machine_id:
-                raise ValueError(f"it is the profile of '{profile['machine_id']}'")
+        try:
+            found.append(profiles.read_checked(target))
         except ValueError as e:  # ProfileError and JSON errors are ValueErrors
             raise DerivationError(f"references: the profile of '{machine_id}' ({target}) cannot be read: {e}") from None
-        found.append(profile)
     return sorted(found, key=lambda p: p["taken"], reverse=True)  # newest first
 
 
@@ -137,8 +132,7 @@ def _loader_growth(field: str, figures: dict, measured: list[dict], where: str) 
     reference = newest["cpu"][field]
     if str(LOADER_BATCH) not in reference:
         raise DerivationError(f"{where}: {_name(newest)}'s {field} has no batch {LOADER_BATCH} to grow from")
-    per_sample = max(0.0, (LOADER_BATCH * batched - one) / (LOADER_BATCH - 1))
-    per_batch = max(0.0, one - per_sample)
+    per_batch, per_sample = loader_line(one, batched)
     value = {size: (per_batch / int(size) + per_sample if int(size) <= LOADER_BATCH
                     else batched * seconds / reference[str(LOADER_BATCH)]) for size, seconds in reference.items()}
     growth = ", ".join(f"{int(size):,}: {seconds / reference[str(LOADER_BATCH)]:.2f}x" for size, seconds in
