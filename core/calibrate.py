@@ -9,9 +9,10 @@ figure is the median over passes: a record's time is the median of samples sprea
 machine (a shared VM above all) can change speed from one few seconds to the next, so the figures the cost
 model predicts a median with are medians too."""
 import collections
+import itertools
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import psutil
@@ -37,6 +38,9 @@ LISTED_OP_ROWS = (128, 4096)  # core.op_probes' two sizes: one thread's work, an
 # The narrow-GEMM probe: a batch of rows through a layer of a few outputs (a small model's last layers and their
 # gradients), as wide as one vector register of floats and beyond, where a GEMM reaches its FLOP rate.
 NARROW_GEMM_LEFT, NARROW_COLUMNS = (4096, 32), (1, 2, 4, 8, 16)
+# The GEMM grid's timings: hundreds of shapes, each in fewer and shorter blocks than a lone probe's (its passes'
+# median steadies them)
+GEMM_REPEATS, GEMM_BLOCK_SHARE = 3, 0.1
 PROBE_RETRIES = 2  # measurements again of a probe with a figure outside its sane range
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 
@@ -48,7 +52,7 @@ class Effort:
     (the elementwise ones SMALL_ELEMENTWISE below the large tensors),
     the samples per DataLoader pass (batch 1, batched), the batch sizes of the DataLoader per batch size and the
     rows it passes over at most, the bytes of the large tensors per device kind,
-    the nodes of the replayed graph and the kernels queued back to back."""
+    the nodes of the replayed graph and the kernels queued back to back, and the GEMM grid's M, K and N."""
     passes: int
     repeats: int
     block_seconds: float
@@ -61,15 +65,17 @@ class Effort:
     large_bytes: dict[str, int]
     graph_nodes: int
     queued_kernels: int
+    gemm_grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
 
 FULL = Effort(passes=5, repeats=7, block_seconds=0.03, matmul_sizes=(16, 32, 64, 256, 1024), conv1d_lengths=(16, 256, 2048),
               conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), loader_batches=(1, 16, 64, 256, 1024, 4096),
               loader_rows=65536, large_bytes={"cpu": 2**26, "cuda": 2**28},
-              graph_nodes=200, queued_kernels=500)
+              graph_nodes=200, queued_kernels=500,
+              gemm_grid=((16, 128, 1024, 8192, 65536), (2, 4, 16, 64, 256), (1, 2, 3, 4, 8, 10, 16, 32, 64, 256)))
 QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes=(16, 64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
                loader_samples=(64, 1024), loader_batches=(1, 64, 1024), loader_rows=4096, large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
-               queued_kernels=50)
+               queued_kernels=50, gemm_grid=((16, 1024), (4, 64), (2, 16)))
 CALIBRATED_KINDS = ("cpu", "cuda")
 
 
@@ -91,7 +97,11 @@ def _work_seconds(fn: Callable[[], object], device: str, effort: Effort, counted
     if devices.kind(device) != "cpu":
         return seconds
     operations = (counted or _counted(fn, device))["operations"]
-    dispatch = operations * _bare_op_seconds(device, effort)
+    return _beyond(seconds, operations * _bare_op_seconds(device, effort))
+
+
+def _beyond(seconds: float, dispatch: float) -> float:
+    """A call's seconds less its operations' dispatch, never below MIN_WORK_SHARE of the call."""
     return max(seconds - dispatch, MIN_WORK_SHARE * seconds)
 
 
@@ -223,6 +233,21 @@ def narrow_gemm_cost(device: str, effort: Effort) -> dict:
         right = torch.randn(inner, columns, device=device)
         per_element[str(columns)] = _work_seconds(lambda: torch.mm(left, right), device, effort) / (rows * inner)
     return {"narrow_gemm_seconds": per_element}
+
+
+def gemm_costs(device: str, effort: Effort) -> dict:
+    """Seconds beyond its dispatch of a torch.mm(A, B) and of nn.Linear's torch.addmm(bias, A, W.t()) for every
+    M x K x N of the effort's grid (A: M x K, B: K x N, W: N x K): one operation each."""
+    brief = replace(effort, repeats=GEMM_REPEATS, block_seconds=effort.block_seconds * GEMM_BLOCK_SHARE)
+    bare = _bare_op_seconds(device, effort)
+    plain, linear = {}, {}
+    for rows, inner, columns in itertools.product(*effort.gemm_grid):
+        a, b = torch.randn(rows, inner, device=device), torch.randn(inner, columns, device=device)
+        weight, bias = torch.randn(columns, inner, device=device), torch.randn(columns, device=device)
+        shape = f"{rows}x{inner}x{columns}"
+        plain[shape] = _beyond(_seconds(lambda: torch.mm(a, b), device, brief), bare)
+        linear[shape] = _beyond(_seconds(lambda: torch.addmm(bias, a, weight.t()), device, brief), bare)
+    return {"gemm_seconds": plain, "linear_seconds": linear}
 
 
 def conv_rate(device: str, effort: Effort) -> dict:
@@ -360,6 +385,7 @@ PROBES = (
     Probe("elementwise", profiles.EVERY, elementwise_rate),
     Probe("listed operations", profiles.HOST, listed_op_costs),
     Probe("narrow GEMMs", profiles.HOST, narrow_gemm_cost),
+    Probe("GEMM shapes", profiles.HOST, gemm_costs),
     Probe("memory bandwidth", profiles.EVERY, memory_bandwidth),
     Probe("launch and sync", profiles.GPU, launch_and_sync),
     Probe("copies", profiles.GPU, copies),

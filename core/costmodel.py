@@ -14,10 +14,13 @@ The rules on a GPU target, per operation call:
   conv_flops for a convolution (an operation with a FLOP formula and 'conv' in its name), matmul_flops
   for another formula operation and elementwise_rate for a per-element one (one FLOP per element
   written); an operation the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...)
-  costs at least its line, op_call_seconds + op_element_seconds per element written; a GEMM (mm, addmm, bmm,
-  baddbmm) at least its left operand's elements at narrow_gemm_seconds for the widest output the host measured no
-  wider than its own (a GEMM whose output has a few columns runs far below the FLOP rate). Other work off the
-  unit's device is shape inference on the meta device: it computes nothing.
+  costs at least its line, op_call_seconds + op_element_seconds per element written. A GEMM (mm, addmm, bmm,
+  baddbmm) on a host that timed a grid of GEMM shapes costs the grid's time at its M x K x N (linear_seconds
+  for addmm, nn.Linear's operation, gemm_seconds for the others; a batch of GEMMs what one GEMM of all their
+  rows does), interpolated log-linearly between the shapes and extrapolated beyond them; on one that did not,
+  its FLOPs' time and at least its left operand's elements at narrow_gemm_seconds for the widest output the host
+  measured no wider than its own (a GEMM whose output has a few columns runs far below the FLOP rate). Other
+  work off the unit's device is shape inference on the meta device: it computes nothing.
 - Python no operation shows: a stretch's module calls cost module_call_seconds for their class (Linear,
   Conv1d, ReLU, ...: the module's Python beyond its operations) or module_call (a bare module's) for a class
   the host did not measure, and its optimiser steps optimizer_step each, on the host.
@@ -56,8 +59,10 @@ operations run eagerly; loading costs as above; nothing is launched, copied betw
 One model and one set of figures per piece of hardware: no factor per experiment, no tuning constant."""
 import math
 from dataclasses import dataclass, fields, replace
+from functools import lru_cache
 
 import numpy as np
+from scipy.interpolate import RegularGridInterpolator
 
 PARTS = ("host", "launches", "loading", "compute", "copies", "sync")
 PHASES = ("step", "loading", "graph", "optimizer")
@@ -65,6 +70,10 @@ PYTHON_PHASES = ("step", "optimizer")  # where the host runs the unit's Python (
 DIRECTIONS = ("h2d", "d2h", "d2d")
 LOADER_BATCH = 64  # the batch of the host's loader_batched_per_sample figure
 GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm": 1}  # where a GEMM's two matrices start
+# The host's grid of GEMM times each GEMM is priced by: addmm is what nn.Linear issues (its weight read transposed)
+GEMM_GRID = {"aten.mm": "gemm_seconds", "aten.bmm": "gemm_seconds", "aten.addmm": "linear_seconds",
+             "aten.baddbmm": "gemm_seconds"}
+TINY_SECONDS = 1e-12  # a grid figure's floor before its logarithm
 MISSING = object()
 
 
@@ -217,6 +226,8 @@ def _host_work(op: dict, host) -> float:
     """Seconds of one call's work on a CPU; an operation the host has timed one by one (core.op_probes) costs its
     line (a fixed part and a part per element written), and a narrow GEMM its left operand's elements, if that is
     more than its FLOPs' and bytes' time."""
+    if op["op"] in GEMM_GRID and host.value(GEMM_GRID[op["op"]]):
+        return _gemm_grid_seconds(op, host)
     work = _work_seconds(op, host, "elementwise_rate")
     if op["formula"]:
         return max(work, _narrow_gemm_seconds(op, host))
@@ -237,6 +248,37 @@ def _narrow_gemm_seconds(op: dict, host) -> float:
     left, right = _gemm_operands(op, left_at)
     widths = [int(width) for width in per_element if int(width) <= right[-1]]
     return math.prod(left) * per_element[str(max(widths))] if widths else 0.0
+
+
+def _gemm_grid_seconds(op: dict, host) -> float:
+    """A GEMM's time on the host's grid of GEMM shapes at its M x K x N, M counting every row of a batch."""
+    left, right = _gemm_operands(op, GEMM_LEFT_OPERAND[op["op"]])
+    shape = (math.prod(left[:-1]), left[-1], right[-1])
+    if not all(shape):
+        return 0.0
+    field = GEMM_GRID[op["op"]]
+    return gemm_grid(field, tuple(sorted(host.value(field).items())))(shape)
+
+
+@lru_cache(maxsize=16)
+def gemm_grid(field: str, figure: tuple[tuple[str, float], ...]):
+    """(M, K, N) -> seconds through a grid figure's shapes ('MxKxN': seconds): linear in the logarithms of both
+    between the shapes measured (a GEMM's time is near a power of each dimension between two sizes); below the
+    smallest size of a dimension, that size's time (a small GEMM's fixed part); above the largest, that size's
+    time grown in proportion (a large GEMM's time grows with each of its dimensions)."""
+    times = {tuple(int(size) for size in shape.split("x")): seconds for shape, seconds in figure}
+    axes = [sorted({shape[i] for shape in times}) for i in range(3)]
+    if len(times) != math.prod(map(len, axes)):
+        raise PredictionError(f"host figure {field}: {len(times)} shapes are not a grid (every M with every K and N: "
+                              f"{' x '.join(str(len(axis)) for axis in axes)} shapes)")
+    cube = np.array([[[times[m, k, n] for n in axes[2]] for k in axes[1]] for m in axes[0]])
+    curve = RegularGridInterpolator([np.log(axis) for axis in axes], np.log(np.maximum(cube, TINY_SECONDS)))
+
+    def seconds(shape: tuple[int, int, int]) -> float:
+        inside = [min(max(size, axis[0]), axis[-1]) for size, axis in zip(shape, axes)]
+        beyond = math.prod(max(size / top, 1.0) for size, top in zip(shape, (axis[-1] for axis in axes)))
+        return float(np.exp(curve(np.log([inside]))[0])) * beyond
+    return seconds
 
 
 def _gemm_operands(op: dict, left_at: int) -> tuple[list[int], list[int]]:

@@ -30,7 +30,7 @@ FIELDS = {
     "cpu": ("op_overhead_autograd", "op_overhead_no_grad", "module_call", "module_call_seconds", "optimizer_step",
             "optimizer_op_overhead", "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample",
             "matmul_flops", "conv_flops", "elementwise_rate", "memory_bandwidth", "op_call_seconds",
-            "op_element_seconds", "narrow_gemm_seconds"),
+            "op_element_seconds", "narrow_gemm_seconds", "gemm_seconds", "linear_seconds"),
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
             "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
@@ -43,11 +43,14 @@ KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops")
 NAME_PATTERN = r"^[a-z0-9][a-z0-9.-]*$"  # a slug: never "this", never "<machine>:cuda:N"
 SIZE_PATTERN = r"^[0-9]+(\.[0-9]+)?([eE]\+?[0-9]+)?$"  # FLOPs per call
 KEYED = profiles.KEYS  # figures {key: value}, the key an op, a width, a batch or a module class, not FLOPs per call
+GEMM_GRIDS = profiles.GEMM_FIGURES  # a CPU's GEMM times by shape: none for a catalogue CPU
+GEMM_BY_FLOPS = "a GEMM costs its FLOPs at matmul_flops, at least its left operand at narrow_gemm_seconds"
 # What the cost model assumes where an older profile lacks a keyed figure.
 UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_element_seconds": "these operations cost "
               "an add's time", "narrow_gemm_seconds": "a narrow GEMM costs its FLOPs' time, as a square one does",
               "loader_per_sample": "a DataLoader costs the line through its batch-1 and batch-64 figures at any batch",
-              "module_call_seconds": "every module call costs a bare module's (module_call)"}
+              "module_call_seconds": "every module call costs a bare module's (module_call)",
+              **{field: GEMM_BY_FLOPS for field in GEMM_GRIDS}}
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message
 # core.calibrate.conv_rate's probe layers, built inline there: (layer, in/out channels and kernel, padding). Repeated
@@ -145,17 +148,17 @@ class Catalogue:
 def _schema(source_ids: list[str]) -> dict:
     text = {"type": "string", "minLength": 1}
     positive = {"type": "number", "exclusiveMinimum": 0}
-    sized = {"type": "object", "minProperties": 1}
+    # a keyed figure may be empty (none of its keys measured: the cost model's fallback), a sized one may not
     keys = {field: {"properties": {"value": ({"type": "object", "propertyNames": {"pattern": KEYED[field]},
                                               "additionalProperties": {"type": "number", "minimum": 0}}
                                              if field in KEYED else
-                                             {"propertyNames": {"pattern": SIZE_PATTERN},
+                                             {"minProperties": 1, "propertyNames": {"pattern": SIZE_PATTERN},
                                               "additionalProperties": positive})}}
             for fields in FIELDS.values() for field in fields}
     # a figure has a value, or (a CPU's assumption) a rule deriving it from the reference machines (core.reference_figures)
     derived = {"required": ["derive"], "properties": {"source": False}}
     figure = {"type": "object", "required": ["assumption", "note"], "additionalProperties": False,
-              "properties": {"value": {"if": {"type": "object"}, "then": sized, "else": positive},
+              "properties": {"value": {"if": {"type": "object"}, "else": positive},
                              "derive": {"enum": list(reference_figures.RULES)}, "machine": text,
                              "source": {"enum": source_ids}, "assumption": {"type": "boolean"}, "note": text},
               "oneOf": [{"required": ["value"], "not": {"anyOf": [{"required": ["derive"]}, {"required": ["machine"]}]}},

@@ -85,6 +85,12 @@ FIELDS = (
     Field("narrow_gemm_seconds", "s/elem", "seconds per element of the left operand of a torch.mm whose output is "
           "only a few columns wide (4096 x 32 by 32 x N, size: N columns): so narrow a GEMM runs far below its FLOP "
           "rate, at a cost per element it reads", 0.0, 1e-5, HOST, sized=True, required=False),
+    Field("gemm_seconds", "s/call", "seconds of a torch.mm(A, B) of row-major float32 matrices beyond its dispatch, "
+          "per shape on a grid (size: M x K x N, A being M x K): a GEMM's kernel depends on its shape, not its FLOPs "
+          "alone (a few output columns, or a count of them off the vector width, runs far below the FLOP rate)",
+          0.0, 10.0, HOST, sized=True, required=False),
+    Field("linear_seconds", "s/call", "the same for nn.Linear's operation, torch.addmm(bias, A, W.t()) (W being N x K, "
+          "read transposed), on the same grid", 0.0, 10.0, HOST, sized=True, required=False),
     Field("launch_overhead", "s/op", "host time to launch a tiny kernel (1-element add, not waited for)",
           1e-8, 1e-2, GPU),
     Field("shortest_kernel", "s", "device time of that kernel, run back to back with many", 1e-9, 1e-3, GPU),
@@ -107,9 +113,11 @@ FIELDS = (
 
 # Sized fields keyed by something other than a size: the pattern of their keys.
 OP_NAME, COUNT, CLASS_NAME = r"^[a-z_][a-z0-9_]*$", r"^[1-9][0-9]*$", r"^[A-Za-z_][A-Za-z0-9_]*$"
+SHAPE = r"^[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*$"  # a GEMM's M x K x N
 KEYS = {"op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT,
-        "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME}
+        "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE}
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
+GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of hundreds of shapes, two figures each
 
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
 HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
@@ -236,8 +244,8 @@ def _refuse_constant(name: str):
 def missing_message(machine_id: str = None) -> str:
     """What to tell someone who needs a profile that a machine lacks."""
     if machine_id in (None, devices.fingerprint()["machine_id"]):
-        return "no calibrated profile for this machine: run `python -m core calibrate` (two to three minutes)"
-    return f"no calibrated profile for machine {machine_id}: run `python -m core calibrate` on it (two to three minutes)"
+        return "no calibrated profile for this machine: run `python -m core calibrate` (three to four minutes)"
+    return f"no calibrated profile for machine {machine_id}: run `python -m core calibrate` on it (three to four minutes)"
 
 
 def human(value: float, unit: str) -> tuple[str, str]:
@@ -256,6 +264,14 @@ def op_rows(profile: dict) -> list[dict]:
     calls, elements = (profile["cpu"].get(field, {}) for field in OP_FIGURES)
     return [{"operation": name, "per call": " ".join(human(calls[name], "s/call")),
              "per element written": " ".join(human(elements[name], "s/elem"))} for name in calls if name in elements]
+
+
+def gemm_rows(profile: dict) -> list[dict]:
+    """The CPU's GEMM grid (GEMM_FIGURES) as table rows, one per shape: M, K, N and each figure in microseconds."""
+    plain, linear = (profile["cpu"].get(field, {}) for field in GEMM_FIGURES)
+    return [dict(zip("MKN", map(int, shape.split("x")))) | {"torch.mm (µs)": plain[shape] * 1e6,
+                                                            "nn.Linear's addmm (µs)": linear.get(shape, float("nan")) * 1e6}
+            for shape in plain]
 
 
 def rows(profile: dict) -> list[dict]:

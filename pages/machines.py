@@ -46,7 +46,8 @@ for mid, fp in fingerprints.items():
     busy = profiles.busy_note(profile)
     if busy:
         st.warning(busy.capitalize() + ".", icon="⚠️")
-    table = pd.DataFrame([row for row in profiles.rows(profile) if row["field"] not in profiles.OP_FIGURES])
+    table = pd.DataFrame([row for row in profiles.rows(profile)
+                          if row["field"] not in profiles.OP_FIGURES + profiles.GEMM_FIGURES])
     table["value"] = table["value"] + " " + table.pop("unit")
     st.dataframe(table, hide_index=True, height="content",
                  column_config={"size": st.column_config.TextColumn("size, width or class", width=170),
@@ -56,6 +57,12 @@ for mid, fp in fingerprints.items():
         with st.expander(f"The {len(timed)} operations timed one by one: a fixed part per call beyond its dispatch, "
                          f"and a time per element written (`core/op_probes.py`)"):
             st.dataframe(pd.DataFrame(timed), hide_index=True)
+    shapes = profiles.gemm_rows(profile)
+    if shapes:
+        with st.expander(f"The {len(shapes)} GEMM shapes timed (M x K by K x N): what the cost model prices a "
+                         f"GEMM by, beyond its dispatch"):
+            st.dataframe(pd.DataFrame(shapes), hide_index=True, column_config={
+                column: st.column_config.NumberColumn(format="%.2f") for column in ("torch.mm (µs)", "nn.Linear's addmm (µs)")})
 
 st.subheader("Runs")
 runs = results.runs_frame(records)

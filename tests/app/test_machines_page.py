@@ -5,7 +5,7 @@ from tests.helpers import page_text, render, shipped_runs
 
 NOT_CALIBRATED = "not calibrated: run `python -m core calibrate`"
 KEYS_BY_PATTERN = {profiles.OP_NAME: ("tanh", "sort"), profiles.COUNT: ("64", "256"),
-                   profiles.CLASS_NAME: ("Linear", "ReLU")}  # two keys of a keyed field, as its pattern allows
+                   profiles.CLASS_NAME: ("Linear", "ReLU"), profiles.SHAPE: ("16x4x2", "1024x4x2")}  # two keys of a keyed field, as its pattern allows
 
 
 def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
@@ -48,6 +48,12 @@ def test_a_calibrated_machine_shows_its_profile_table(results_dir):
     assert list(matmul["size"]) == ["64", "256"] and list(matmul["value"]) == ["316 GFLOP/s", "632 GFLOP/s"]
     assert list(table[table["field"] == "sync_round_trip"]["value"]) == ["100 µs", "100 µs"]
     assert not set(table["field"]) & set(profiles.OP_FIGURES)  # the operations timed one by one have their own table
+    assert not set(table["field"]) & set(profiles.GEMM_FIGURES)  # and so do the GEMM shapes
+    [shapes] = [d.value for d in at.dataframe if "M" in d.value.columns]
+    middle = {f.name: (f.low * f.high) ** 0.5 * 1e6 for f in profiles.FIELDS if f.name in profiles.GEMM_FIGURES}
+    assert shapes[["M", "K", "N"]].values.tolist() == [[16, 4, 2], [1024, 4, 2]]
+    assert shapes["torch.mm (µs)"].tolist() == [middle["gemm_seconds"], 2 * middle["gemm_seconds"]]
+    assert shapes["nn.Linear's addmm (µs)"].tolist() == [middle["linear_seconds"], 2 * middle["linear_seconds"]]
     [timed] = [d.value for d in at.dataframe if "operation" in d.value.columns]
     assert list(timed.columns) == ["operation", "per call", "per element written"]
     assert timed.to_dict("records") == [{"operation": "tanh", "per call": "2.00 µs/call", "per element written": "1.50 ns/elem"},

@@ -1,4 +1,5 @@
 import copy
+import itertools
 import json
 import os
 
@@ -31,6 +32,9 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert set(cpu["narrow_gemm_seconds"]) == {str(n) for n in calibrate.NARROW_COLUMNS}
     assert set(cpu["loader_per_sample"]) == {str(b) for b in calibrate.QUICK.loader_batches}
     assert set(cpu["module_call_seconds"]) == set(module_probes.PROBES)
+    grid = {f"{m}x{k}x{n}" for m, k, n in itertools.product(*calibrate.QUICK.gemm_grid)}
+    assert set(cpu["gemm_seconds"]) == set(cpu["linear_seconds"]) == grid
+    assert cpu["gemm_seconds"]["1024x64x16"] > cpu["gemm_seconds"]["16x4x2"]  # 16,000 times the FLOPs
     assert quick_profile["gpus"] == {} and quick_profile["quick"] is True
     assert quick_profile["machine_id"] == devices.fingerprint()["machine_id"]
     profiles.validate(quick_profile)
@@ -52,6 +56,7 @@ def test_a_probe_with_a_figure_outside_its_sane_range_is_measured_again():
     ("loader_per_sample", "0", "cpu/loader_per_sample: '0' does not match"),  # a batch of no samples
     ("module_call_seconds", "nn.Linear", "cpu/module_call_seconds: 'nn.Linear' does not match"),
     ("op_element_seconds", "Tanh", "cpu/op_element_seconds: 'Tanh' does not match"),
+    ("gemm_seconds", "16x4", "cpu/gemm_seconds: '16x4' does not match"),  # a GEMM's shape is M x K x N
 ])
 def test_a_profile_keyed_figure_with_a_key_of_the_wrong_kind_is_refused(quick_profile, field, key, message):
     broken = copy.deepcopy(quick_profile)
@@ -87,7 +92,7 @@ def test_a_calibration_taken_on_a_busy_machine_says_so(quick_profile):
 def test_a_machine_without_a_profile_is_told_how_to_take_one(results_dir):
     assert profiles.load() is None and profiles.all() == {}
     assert profiles.missing_message() == ("no calibrated profile for this machine: run `python -m core calibrate` "
-                                          "(two to three minutes)")
+                                          "(three to four minutes)")
     assert "machine elsewhere-1: run `python -m core calibrate` on it" in profiles.missing_message("elsewhere-1")
 
 

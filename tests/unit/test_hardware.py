@@ -26,7 +26,8 @@ def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
            "elementwise_rate": {"4096": 1e9, "1048576": 2e9}, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10,
            "op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1e-9, "sort": 3e-9},
            "narrow_gemm_seconds": {"2": 5e-10, "16": 2e-10}, "loader_per_sample": {"1": 30e-6, "64": 5e-6},
-           "module_call_seconds": {"Linear": 3e-6, "ReLU": 1e-6}}
+           "module_call_seconds": {"Linear": 3e-6, "ReLU": 1e-6},
+           "gemm_seconds": {"16x4x2": 2e-6, "1024x4x2": 9e-6}, "linear_seconds": {"16x4x2": 3e-6, "1024x4x2": 1e-5}}
     gpu = {"matmul_flops": {"64": 1e11, "1024": 1e13}, "conv1d_flops": {"8x16x256": 1e12},
            "conv2d_flops": {"8x16x16x16": 2e12}, "elementwise_rate": {"1048576": 1e11}, "elementwise_flops": 1e11,
            "memory_bandwidth": 1e12, "launch_overhead": 6e-6, "shortest_kernel": 2e-6, "sync_round_trip": 1e-5,
@@ -54,9 +55,12 @@ def test_the_shipped_catalogue_validates_and_every_entry_has_every_figure_of_its
     assert set(GPUS + CPUS) == set(book.devices)
     for device in book.devices.values():
         assert set(device.figures) == set(hardware.FIELDS[device.kind]), device.name
-        for figure in device.figures.values():
+        for name, figure in device.figures.items():
             if figure.keyed:  # an op's fixed part or time per element: 0 where it has none
-                assert figure.value and all(v >= 0 for v in figure.value.values()), device.name
+                assert all(v >= 0 for v in figure.value.values()), device.name
+                # a catalogue CPU has no GEMM grid: its GEMMs cost their FLOPs (an assumption, said so)
+                assert figure.value or (name in hardware.GEMM_GRIDS and figure.assumption
+                                        and hardware.GEMM_BY_FLOPS in figure.note), (device.name, name)
                 continue
             points = figure.value if figure.sized else ((1.0, figure.value),)
             assert all(size > 0 and rate > 0 for size, rate in points), device.name
