@@ -251,14 +251,11 @@ def gemm_costs(device: str, effort: Effort) -> dict:
 
 
 def conv_rate(device: str, effort: Effort) -> dict:
-    conv1d = torch.nn.Conv1d(16, 32, 5, padding=2, device=device)
-    conv2d = torch.nn.Conv2d(16, 32, 3, padding=1, device=device)
-    shapes = {"conv1d_flops": (conv1d, [TINY_CONV_INPUTS["conv1d_flops"],
-                                        *((8, 16, length) for length in effort.conv1d_lengths)]),
-              "conv2d_flops": (conv2d, [TINY_CONV_INPUTS["conv2d_flops"],
-                                        *((8, 16, side, side) for side in effort.conv2d_sides)])}
+    shapes = {"conv1d_flops": [TINY_CONV_INPUTS["conv1d_flops"], *((8, 16, length) for length in effort.conv1d_lengths)],
+              "conv2d_flops": [TINY_CONV_INPUTS["conv2d_flops"], *((8, 16, side, side) for side in effort.conv2d_sides)]}
     rates = {}
-    for field, (conv, inputs) in shapes.items():
+    for field, inputs in shapes.items():
+        conv = profiles.conv_probe(field, device)
         rates[field] = {}
         for shape in inputs:
             x = torch.randn(shape, device=device, requires_grad=True)

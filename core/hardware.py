@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Mapping
 
 import jsonschema
-import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from core import costmodel, devices, profiles, reference_figures, settings
 
@@ -53,9 +51,6 @@ UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_elem
               **{field: GEMM_BY_FLOPS for field in GEMM_GRIDS}}
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message
-# core.calibrate.conv_rate's probe layers, built inline there: (layer, in/out channels and kernel, padding). Repeated
-# here to turn a profile's input shapes into FLOPs per call until calibrate exports them.
-CONV_PROBES = {"conv1d_flops": (torch.nn.Conv1d, (16, 32, 5), 2), "conv2d_flops": (torch.nn.Conv2d, (16, 32, 3), 1)}
 
 
 class HardwareError(ValueError):
@@ -335,11 +330,10 @@ def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
         value = {2.0 * int(n) ** 3: rate for n, rate in section[field].items()}
         return Figure(_value(field, value), source, False, describe[field] + ", as 2n^3 FLOPs per call", source)
     if field == "conv_flops":
-        value = {}
-        for probe in CONV_PROBES:
-            for size, rate in section[probe].items():
-                flops = _conv_call_flops(probe, size)
-                value[flops] = max(rate, value.get(flops, rate))  # the faster where two probes share a size
+        try:
+            value = profiles.conv_rates(section)
+        except profiles.ProfileError as e:
+            raise HardwareError(str(e)) from None
         note = f"{describe['conv1d_flops']} and {describe['conv2d_flops']}, merged by FLOPs per call"
         return Figure(_value(field, value), source, False, note, source)
     if field == "graph_replay_fixed" and field not in section:
@@ -354,22 +348,6 @@ def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
     if field == "elementwise_rate":
         return Figure(_value(field, section[field]), source, False, describe[field] + ", as FLOPs per call", source)
     return Figure(float(section[field]), source, False, describe.get(field, field), source)
-
-
-@lru_cache(maxsize=64)
-def _conv_call_flops(probe: str, size: str) -> float:
-    """FLOPs of one call of the calibration's conv probe on an input shaped `size` ('8x16x256'), counted by
-    torch.utils.flop_counter on the meta device."""
-    layer_type, (channels, out_channels, kernel), padding = CONV_PROBES[probe]
-    dims = 3 if layer_type is torch.nn.Conv1d else 4
-    shape = tuple(int(d) for d in size.split("x")) if re.fullmatch(r"[0-9]+(x[0-9]+)+", size) else ()
-    if len(shape) != dims or shape[1] != channels or min(shape) < 1:
-        raise HardwareError(f"{probe}: size '{_clip(size, 40)}' is no {dims}-dimensional input with {channels} "
-                            f"channels (N x {channels} x ...)")
-    layer = layer_type(channels, out_channels, kernel, padding=padding, device="meta")
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        layer(torch.empty(shape, device="meta"))
-    return float(counter.get_total_flops())
 
 
 # Names.

@@ -7,11 +7,15 @@ built from FIELDS on the way in and out.
  "load_per_core" (the 1-minute load average per logical core as it began), "cpu": {field: value},
  "gpus": {"cuda:N": {field: value}}}; a sized field's value is {size: value}."""
 import json
+import re
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import jsonschema
+import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from core import devices, results, settings, versions
 
@@ -127,6 +131,41 @@ HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "�
 
 class ProfileError(ValueError):
     pass
+
+
+# calibrate's convolution probes, the layer each times: (layer, its in and out channels and kernel, padding)
+CONV_PROBES = {"conv1d_flops": (torch.nn.Conv1d, (16, 32, 5), 2), "conv2d_flops": (torch.nn.Conv2d, (16, 32, 3), 1)}
+
+
+def conv_probe(field: str, device: str) -> torch.nn.Module:
+    layer_type, (channels, out_channels, kernel), padding = CONV_PROBES[field]
+    return layer_type(channels, out_channels, kernel, padding=padding, device=device)
+
+
+@lru_cache(maxsize=64)
+def conv_call_flops(field: str, size: str) -> float:
+    """FLOPs of one forward call of a conv probe on an input shaped `size` ('8x16x256'), counted by
+    torch.utils.flop_counter on the meta device."""
+    layer_type, (channels, _, _), _ = CONV_PROBES[field]
+    dims = 3 if layer_type is torch.nn.Conv1d else 4
+    shape = tuple(int(d) for d in size.split("x")) if re.fullmatch(r"[0-9]+(x[0-9]+)+", size) else ()
+    if len(shape) != dims or shape[1] != channels or min(shape) < 1:
+        raise ProfileError(f"{field}: size '{size[:40]}' is no {dims}-dimensional input with {channels} "
+                           f"channels (N x {channels} x ...)")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        conv_probe(field, "meta")(torch.empty(shape, device="meta"))
+    return float(counter.get_total_flops())
+
+
+def conv_rates(section: dict) -> dict[float, float]:
+    """A measured section's convolution rates by FLOPs per call, both probes merged (the faster where two share a
+    size)."""
+    rates = {}
+    for field in CONV_PROBES:
+        for size, rate in section[field].items():
+            flops = conv_call_flops(field, size)
+            rates[flops] = max(rate, rates.get(flops, rate))
+    return rates
 
 
 def fields_for(kind: str) -> list[Field]:

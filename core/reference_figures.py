@@ -11,12 +11,15 @@ A figure {"derive": RULE, "assumption": true, "note": ...} in the catalogue beco
   as its bare op does); a keyed figure (per module class) key by key;
 - "reference": the figure as the newest reference that measured it calibrated it (or the one named by "machine");
 - "loader_growth" (loader_per_sample): up to batch 64 the line through this CPU's batch-1 and batch-64 figures;
-  above it, its batch-64 figure times the newest reference's growth over its own batch-64 figure."""
+  above it, its batch-64 figure times the newest reference's growth over its own batch-64 figure;
+- "matmul_ratio" (conv_flops): at each FLOPs per call a reference's convolution probes measured, this CPU's
+  matmul_flops there times the geometric mean of the references' convolution rate over their own matmul rate
+  at those FLOPs (a small convolution's fixed part, and a convolution's backward, keep it far below a GEMM's)."""
 import math
 from pathlib import Path
 
 from core import profiles, settings
-from core.costmodel import LOADER_BATCH, loader_line
+from core.costmodel import LOADER_BATCH, loader_line, loglog
 
 SOURCE = "crossover-reference-calibration"
 BARE_OP = "op_overhead_no_grad"
@@ -26,8 +29,11 @@ DERIVABLE = {"reference": ("loader_batch1_per_sample", "loader_batched_per_sampl
                            "op_element_seconds", "narrow_gemm_seconds"),
              "bare_op_ratio": ("op_overhead_autograd", "module_call", "module_call_seconds", "optimizer_step",
                                "optimizer_op_overhead"),
-             "loader_growth": ("loader_per_sample",)}
+             "loader_growth": ("loader_per_sample",),
+             "matmul_ratio": ("conv_flops",)}
 RULES = tuple(DERIVABLE)
+# The profile fields a reference needs for a figure a profile does not hold under its own name
+NEEDS = {"conv_flops": ("conv1d_flops", "conv2d_flops", "matmul_flops")}
 
 
 class DerivationError(ValueError):
@@ -71,12 +77,13 @@ def _derived(field: str, spec: dict, figures: dict, references: list[dict], wher
     if named is not None and (rule != "reference" or named not in {r["machine_id"] for r in references}):
         raise DerivationError(f"{where}.machine: '{named}' is not one of the references, or the rule '{rule}' "
                               f"names none (only 'reference' does)")
-    measured = [r for r in references if field in r["cpu"] and named in (None, r["machine_id"])]
+    needs = NEEDS.get(field, (field,))
+    measured = [r for r in references if all(f in r["cpu"] for f in needs) and named in (None, r["machine_id"])]
     if not measured:
-        raise DerivationError(f"{where}: no reference machine's profile has {field}; references: "
+        raise DerivationError(f"{where}: no reference machine's profile has {' and '.join(needs)}; references: "
                               f"{', '.join(r['machine_id'] for r in references) or 'none'}")
-    value, how = {"bare_op_ratio": _bare_op_ratio, "reference": _reference,
-                  "loader_growth": _loader_growth}[rule](field, figures, measured, where)
+    value, how = {"bare_op_ratio": _bare_op_ratio, "reference": _reference, "loader_growth": _loader_growth,
+                  "matmul_ratio": _matmul_ratio}[rule](field, figures, measured, where)
     return {"value": value, "source": SOURCE, "assumption": True, "note": f"{spec.get('note', '')}: {how}".lstrip(": ")}
 
 
@@ -140,6 +147,31 @@ def _loader_growth(field: str, figures: dict, measured: list[dict], where: str) 
     return value, (f"up to batch {LOADER_BATCH} the line through this CPU's batch-1 and batch-{LOADER_BATCH} figures; "
                    f"above it, its batch-{LOADER_BATCH} figure times the growth the reference machine {_name(newest)} "
                    f"measured over its own ({_taken(newest)}: {growth})")
+
+
+def _matmul_ratio(field: str, figures: dict, measured: list[dict], where: str) -> tuple[dict, str]:
+    own = sorted((float(size), rate) for size, rate in _own(figures, "matmul_flops", where).items())
+    ratios = [(r, _conv_over_matmul(r, where)) for r in measured]
+    sizes = sorted({flops for _, by_flops in ratios for flops in by_flops})
+    value = {}
+    for flops in sizes:
+        at = [loglog(sorted(by_flops.items()), flops) for _, by_flops in ratios]
+        value[str(int(flops))] = loglog(own, flops) * math.exp(sum(math.log(ratio) for ratio in at) / len(at))
+    each = "; ".join(f"{_name(r)}, {_taken(r)}: " + ", ".join(f"{ratio:.2g} at {flops:.2g}" for flops, ratio in
+                                                              sorted(by_flops.items())) for r, by_flops in ratios)
+    return value, (f"at each FLOPs per call a reference machine's convolution probes measured, this CPU's matmul_flops "
+                   f"there times the geometric mean of the reference machines' convolution rate over their matmul "
+                   f"rate at those FLOPs ({each})")
+
+
+def _conv_over_matmul(reference: dict, where: str) -> dict[float, float]:
+    """A reference's convolution rate over its matmul rate (log-log between its sizes), by FLOPs per call."""
+    matmul = sorted((2.0 * int(n) ** 3, rate) for n, rate in reference["cpu"]["matmul_flops"].items())
+    try:
+        conv = profiles.conv_rates(reference["cpu"])
+    except profiles.ProfileError as e:
+        raise DerivationError(f"{where}: {_name(reference)}'s {e}") from None
+    return {flops: rate / loglog(matmul, flops) for flops, rate in conv.items()}
 
 
 def _name(profile: dict) -> str:

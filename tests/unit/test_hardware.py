@@ -181,7 +181,7 @@ def _cpu_as_a_writeup_gpu(document):
     (_size_for_an_op, "hardware['typical-cpu'].figures.op_call_seconds.value: '4096' does not match"),
     (_an_op_for_a_width, "hardware['typical-cpu'].figures.narrow_gemm_seconds.value: 'tanh' does not match"),
     (_an_unknown_rule, "hardware['typical-cpu'].figures.module_call.derive: 'guess' is not one of ['reference', "
-                       "'bare_op_ratio', 'loader_growth']"),
+                       "'bare_op_ratio', 'loader_growth', 'matmul_ratio']"),
     (_derived_and_typed, "hardware['typical-cpu'].figures.module_call: a figure is typed in ('value') or derived "
                          "('derive'), not both"),
     (_derived_as_a_measurement, "hardware['typical-cpu'].figures.module_call.assumption: a figure derived from the "

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from core import hardware, profiles, reference_figures, settings
+from core import costmodel, hardware, profiles, reference_figures, settings
 from tests.unit.test_hardware import made_profile
 
 US = 1e-6
@@ -82,6 +82,27 @@ def test_a_reference_named_for_a_figure_is_the_one_copied(two_references):
     assert document["hardware"][0]["figures"]["op_element_seconds"]["value"] == {"tanh": 1e-9}
 
 
+# The conv probes' FLOPs per call (2 x batch x out channels x output positions x in channels x kernel)
+CONV1D_FLOPS, CONV2D_FLOPS = 2 * 8 * 32 * 256 * 16 * 5, 2 * 8 * 32 * 16 * 16 * 16 * 3 * 3
+
+
+def test_a_cpus_convolution_rate_is_its_matmul_rate_at_the_references_ratio(tmp_path):
+    flat = {"64": 1e11, "1024": 1e11}  # a matmul rate the same at every size: ratios read off by hand
+    reference(tmp_path, "ref-old", "2026-01-01T00:00:00+00:00", matmul_flops=flat,  # ratios 0.25 and 0.5
+              conv1d_flops={"8x16x256": 2.5e10}, conv2d_flops={"8x16x16x16": 5e10})
+    reference(tmp_path, "ref-new", "2026-02-01T00:00:00+00:00", matmul_flops={k: 2 * v for k, v in flat.items()},
+              conv1d_flops={"8x16x256": 1e11}, conv2d_flops={"8x16x16x16": 2e11})  # ratios 0.5 and 1
+    document = catalogue({"matmul_flops": {"value": {"1000": 4e11, "1e12": 4e11}, "assumption": True, "note": "typed"},
+                          "conv_flops": derived("matmul_ratio", "no conv measured")})
+    reference_figures.resolve(document, tmp_path)
+    found = document["hardware"][0]["figures"]["conv_flops"]
+    # 4e11 x the geometric mean of the two references' ratios: sqrt(0.25 x 0.5) and sqrt(0.5 x 1)
+    assert found["value"] == pytest.approx({str(CONV1D_FLOPS): 4e11 * math.sqrt(0.125), str(CONV2D_FLOPS): 4e11 * math.sqrt(0.5)})
+    assert found["note"].startswith("no conv measured: at each FLOPs per call a reference machine's convolution probes")
+    assert "(ref-old), calibrated 2026-01-01 00:00 UTC: 0.25 at 1e+07, 0.5 at 1.9e+07" in found["note"]
+    assert hardware._value("conv_flops", found["value"])[0] == (CONV1D_FLOPS, pytest.approx(4e11 * math.sqrt(0.125)))
+
+
 OWN_LOADER = {"loader_batch1_per_sample": {"value": 64 * US, "assumption": True, "note": "typed"},
               "loader_batched_per_sample": {"value": 2.96875 * US, "assumption": True, "note": "typed"}}
 
@@ -95,6 +116,8 @@ OWN_LOADER = {"loader_batch1_per_sample": {"value": 64 * US, "assumption": True,
      "hardware['made-cpu'].figures.op_call_seconds.machine: 'elsewhere' is not one of the references"),
     ({"matmul_flops": derived("reference")}, ("ref-old",),
      "hardware['made-cpu'].figures.matmul_flops.derive: the rule 'reference' derives a CPU's loader_batch1"),
+    ({"conv_flops": derived("matmul_ratio")}, ("ref-old",),
+     "hardware['made-cpu'].figures.conv_flops: the rule needs this CPU's own matmul_flops"),
     ({"loader_per_sample": derived("loader_growth"), **OWN_LOADER}, ("ref-old",),
      "hardware['made-cpu'].figures.loader_per_sample: no reference machine's profile has loader_per_sample; "
      "references: ref-old"),
@@ -130,6 +153,11 @@ def test_a_catalogue_whose_reference_is_missing_is_refused_by_load(tmp_path, mon
         hardware.load(path)
 
 
+def conv_over_matmul(profile: dict, flops: float) -> float:
+    matmul = sorted((2.0 * int(n) ** 3, rate) for n, rate in profile["cpu"]["matmul_flops"].items())
+    return profiles.conv_rates(profile["cpu"])[flops] / costmodel.loglog(matmul, flops)
+
+
 def test_the_shipped_catalogue_derives_its_figures_from_the_shipped_reference_profiles():
     document = json.loads(hardware.CATALOGUE_PATH.read_text(encoding="utf-8"))
     shipped = {mid: json.loads(profiles.path(mid, settings.APP_ROOT / "results").read_text()) for mid in document["references"]}
@@ -150,6 +178,14 @@ def test_the_shipped_catalogue_derives_its_figures_from_the_shipped_reference_pr
                     if int(size) > 64:
                         assert seconds == pytest.approx(device.value("loader_batched_per_sample") * grown[size]
                                                         / grown["64"]), (entry["name"], size)
+            if spec["derive"] == "matmul_ratio":  # at sizes every reference measured: this CPU's matmul rate x
+                every = set.intersection(*(set(profiles.conv_rates(p["cpu"])) for p in shipped.values()))  # their ratio
+                assert every, "the references share no convolution probe size"
+                for flops, rate in device.figures[field].value:
+                    if flops in every:
+                        ratios = [conv_over_matmul(p, flops) for p in shipped.values()]
+                        assert rate == pytest.approx(device.value("matmul_flops", flops=flops)
+                                                     * math.prod(ratios) ** (1 / len(ratios))), (entry["name"], flops)
             if spec["derive"] == "bare_op_ratio":  # the references' own ratios' geometric mean x this CPU's bare op
                 value = device.value(field)
                 for key, figure in (value.items() if isinstance(value, dict) else [(None, value)]):
