@@ -282,13 +282,19 @@ def cmd_predict(args) -> int:
 
 
 def _print_accuracy(as_json: bool) -> int:
-    frame = predictions.accuracy(results.load_records())
+    records = results.load_records()
+    frame = predictions.accuracy(records)
     if as_json:
         print(frame.to_json(orient="records", indent=1))
         return 0
-    for (machine, device), part in frame.groupby(["machine", "device"]):
+    repeats = predictions.repeatability(records)
+    for (machine, machine_id, device), part in frame.groupby(["machine", "machine_id", "device"]):
         print(f"{machine} {device}: {predictions.accuracy_text(part, devices.kind(device))}")
         print(f"  by what bounds the prediction: {predictions.bound_text(part)}")
+        repeated = predictions.repeatability_text(repeats[(repeats["machine_id"] == machine_id)
+                                                          & (repeats["device"] == device)])
+        if repeated:
+            print(f"  how far its measurements repeat: {repeated}")
         for _, row in part.iterrows():
             print(f"  {row['experiment']} {row['variant']} {row['point']}: measured {_seconds_text(row['measured_s'])}, "
                   f"predicted {_seconds_text(row['predicted_s'])} (x{row['ratio']:.2f})")

@@ -174,6 +174,39 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
 
 
+REPEAT_COLUMNS = ["machine_id", "experiment", "device", "variant", "point", "older_s", "newer_s", "ratio", "within"]
+
+
+def repeatability(records: list[dict]) -> pd.DataFrame:
+    """For every point of one configuration that two or more complete runs on one machine measured: the latest two
+    runs' medians and their ratio (newer / older); `within`: within WITHIN either way. A machine's measurements
+    repeat no closer than this, so the model cannot be checked there more finely either."""
+    medians: dict[tuple, list[float]] = {}
+    for record in sorted(records, key=lambda r: r.get("started") or ""):
+        if record["status"] != "complete":
+            continue
+        config = results.config_id(record.get("config", {}))
+        for row in record["rows"]:
+            if row.get("status", "ok") == "ok" and row.get("median"):
+                key = (record["machine_id"], record["experiment"], config, row["device"], row["variant"],
+                       results.point_text(row.get("params", {})))
+                medians.setdefault(key, []).append(row["median"])
+    flat = [{"machine_id": machine, "experiment": experiment, "device": device, "variant": variant, "point": point,
+             "older_s": found[-2], "newer_s": found[-1], "ratio": found[-1] / found[-2],
+             "within": 1 / WITHIN <= found[-1] / found[-2] <= WITHIN}
+            for (machine, experiment, _, device, variant, point), found in medians.items() if len(found) >= 2]
+    return pd.DataFrame(flat, columns=REPEAT_COLUMNS)
+
+
+def repeatability_text(frame: pd.DataFrame) -> str:
+    """'two runs of the same configuration agree within 1.5x on 95% of 105 points (worst 2.34x)', or '' for none."""
+    if frame.empty:
+        return ""
+    worst = frame["ratio"].map(lambda r: max(r, 1 / r)).max()
+    return (f"two runs of the same configuration agree within {WITHIN:g}x on {frame['within'].mean():.0%} of "
+            f"{len(frame)} points (worst {worst:.2f}x apart)")
+
+
 def _latest(records: list[dict]) -> list[dict]:
     chosen = {}
     for record in sorted(records, key=lambda r: r.get("started") or ""):

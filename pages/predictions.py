@@ -36,6 +36,7 @@ st.markdown(f"For every point measured with a census on a machine with a calibra
             f"device beside the measured median: ratio = predicted / measured; the target is within "
             f"{predictions.WITHIN:g}x either way.")
 accuracy = predictions.accuracy(records)
+repeats = predictions.repeatability(records)
 calibrated = profiles.all()
 if here not in calibrated:
     st.info(f"Nothing of {host} can be checked yet: {predicted.no_profile_text()}.")
@@ -53,6 +54,10 @@ for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *
     median.metric("median predicted / measured", _ratio(found["median_ratio"]))
     within.metric(f"within {predictions.WITHIN:g}x", _share(found["share_within"]))
     worst.metric("worst ratio", _ratio(found["worst_ratio"]))
+    repeated = predictions.repeatability_text(repeats[repeats["machine_id"] == machine_id])
+    if repeated:
+        st.caption(f"How far its own measurements repeat: {repeated}. The model cannot be checked more finely than "
+                   f"that.")
     bounds = predictions.by_bound(part)
     st.dataframe(bounds.assign(share_within=bounds["share_within"] * 100), hide_index=True, column_config={
         "bound": st.column_config.TextColumn("What bounds the prediction"),

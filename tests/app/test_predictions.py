@@ -114,6 +114,24 @@ def test_the_predictions_page_checks_the_model_and_answers_will_a_gpu_help(made,
     assert any("T4 (predicted, not measured)" in spec for spec in specs)
 
 
+def test_the_predictions_page_says_how_far_a_machines_measurements_repeat(made, results_dir):
+    copy_in(made, results_dir)
+    at = render("pages/predictions.py")
+    assert not any("How far its own measurements repeat" in c.value for c in at.caption)  # one run: nothing to repeat
+    [path] = results_dir.glob("*/matmul-*.json")
+    again = json.loads(path.read_text())
+    measured = [row for row in again["rows"] if row.get("median")]
+    for row in measured:  # a second run: every point 1.2x slower, but the first 2x
+        row["median"] *= 2.0 if row is measured[0] else 1.2
+    again |= {"run_id": "matmul-20990101T000000-abcdef", "started": "2099-01-01T00:00:00+00:00"}
+    (path.parent / f"{again['run_id']}.json").write_text(json.dumps(again))
+    at = render("pages/predictions.py")
+    assert not at.exception
+    n = len(measured)
+    assert any(f"How far its own measurements repeat: two runs of the same configuration agree within 1.5x on "
+               f"{(n - 1) / n:.0%} of {n} points (worst 2.00x apart)" in c.value for c in at.caption)
+
+
 def test_the_predictions_page_shows_a_saved_write_up_validation(made, results_dir):
     copy_in(made, results_dir)
     entry = next(e for e in writeups.timing_figures() if e["device"] == "GPU")

@@ -1,0 +1,36 @@
+"""How far a machine's own measurements repeat: the latest two runs of one configuration, point by point."""
+import pytest
+
+from core import predictions
+from core.cli import main
+
+
+def run(started: str, medians: dict, config=None, status="complete", machine="box-1") -> dict:
+    rows = [{"device": "cpu", "variant": "as written", "params": {"size": size}, "status": "ok", "median": median}
+            for size, median in medians.items()]
+    return {"machine_id": machine, "experiment": "matmul", "config": config or {"sizes": [8, 16, 32]},
+            "started": started, "status": status, "rows": rows}
+
+
+def test_the_latest_two_runs_of_a_configuration_are_compared_point_by_point():
+    records = [run("2026-01-03", {8: 2.5, 16: 1.6}),           # newest: size 8 within 1.25x, size 16 1.6x apart
+               run("2026-01-01", {8: 1.0, 16: 1.0, 32: 1.0}),  # oldest: not among the latest two for size 8
+               run("2026-01-02", {8: 2.0}),
+               run("2026-01-04", {8: 9.0}, status="failed"),   # an incomplete run is no measurement to repeat
+               run("2026-01-05", {8: 9.0}, config={"sizes": [8]}),  # another configuration measured it otherwise
+               run("2026-01-06", {8: 9.0}, machine="box-2")]   # another machine's
+    frame = predictions.repeatability(records).set_index("point")
+    assert sorted(frame.index) == ["size=16", "size=8"]  # size 32: measured once
+    assert frame.loc["size=8", ["older_s", "newer_s"]].tolist() == [2.0, 2.5]
+    assert frame.loc["size=8", "ratio"] == pytest.approx(1.25) and frame.loc["size=8", "within"]
+    assert frame.loc["size=16", "ratio"] == pytest.approx(1.6) and not frame.loc["size=16", "within"]
+    assert predictions.repeatability_text(frame) == ("two runs of the same configuration agree within 1.5x on 50% "
+                                                     "of 2 points (worst 1.60x apart)")
+    assert predictions.repeatability_text(predictions.repeatability(records[:1])) == ""  # one run: nothing to compare
+
+
+def test_predict_accuracy_says_how_far_the_shipped_measurements_repeat(shipped_results, capsys):
+    assert main(["predict", "--accuracy"]) == 0
+    out = capsys.readouterr().out
+    assert "within 1.5x" in out and "by what bounds the prediction: " in out
+    assert "how far its measurements repeat: two runs of the same configuration agree within 1.5x on " in out
