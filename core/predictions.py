@@ -199,7 +199,7 @@ def repeatability(records: list[dict]) -> pd.DataFrame:
 
 
 def repeatability_text(frame: pd.DataFrame) -> str:
-    """'two runs of the same configuration agree within 1.5x on 95% of 105 points (worst 2.34x)', or '' for none."""
+    """'two runs of the same configuration agree within 1.5x on 95% of 105 points (worst 2.34x apart)', or ''."""
     if frame.empty:
         return ""
     worst = frame["ratio"].map(lambda r: max(r, 1 / r)).max()
