@@ -237,16 +237,17 @@ def narrow_gemm_cost(device: str, effort: Effort) -> dict:
 
 def gemm_costs(device: str, effort: Effort) -> dict:
     """Seconds beyond its dispatch of a torch.mm(A, B) and of nn.Linear's torch.addmm(bias, A, W.t()) for every
-    M x K x N of the effort's grid (A: M x K, B: K x N, W: N x K): one operation each."""
+    M x K x N of the effort's grid (A: M x K, B: K x N, W: N x K): one operation each (W.t(), its own operation in a
+    census, is taken outside the timed call)."""
     brief = replace(effort, repeats=GEMM_REPEATS, block_seconds=effort.block_seconds * GEMM_BLOCK_SHARE)
     bare = _bare_op_seconds(device, effort)
     plain, linear = {}, {}
     for rows, inner, columns in itertools.product(*effort.gemm_grid):
         a, b = torch.randn(rows, inner, device=device), torch.randn(inner, columns, device=device)
-        weight, bias = torch.randn(columns, inner, device=device), torch.randn(columns, device=device)
+        weight, bias = torch.randn(columns, inner, device=device).t(), torch.randn(columns, device=device)
         shape = f"{rows}x{inner}x{columns}"
         plain[shape] = _beyond(_seconds(lambda: torch.mm(a, b), device, brief), bare)
-        linear[shape] = _beyond(_seconds(lambda: torch.addmm(bias, a, weight.t()), device, brief), bare)
+        linear[shape] = _beyond(_seconds(lambda: torch.addmm(bias, a, weight), device, brief), bare)
     return {"gemm_seconds": plain, "linear_seconds": linear}
 
 
@@ -447,7 +448,10 @@ def _medians(passes: list[dict]) -> dict:
 def report(profile: dict) -> str:
     """The profile as an aligned text table in display units."""
     table = [(r["device"], r["field"] + (f" @ {r['size']}" if r["size"] else ""), r["value"], r["unit"],
-              r["what it is"]) for r in profiles.rows(profile)]
+              r["what it is"]) for r in profiles.rows(profile) if r["field"] not in profiles.GEMM_FIGURES]
+    table += [("cpu", f"{field} @ {len(grid)} shapes", *profiles.human_range(grid.values(), "s/call"),
+               "the GEMM grid (the Machines page lists every shape)")
+              for field in profiles.GEMM_FIGURES if (grid := profile["cpu"].get(field))]
     widths = [max(len(row[i]) for row in table) for i in range(4)]
     lines = [f"{device:<{widths[0]}}  {field:<{widths[1]}}  {value:>{widths[2]}} {unit:<{widths[3]}}  {what}"
              for device, field, value, unit, what in table]

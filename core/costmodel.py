@@ -223,9 +223,9 @@ def _work_seconds(op: dict, device, elementwise: str | None) -> float:
 
 
 def _host_work(op: dict, host) -> float:
-    """Seconds of one call's work on a CPU; an operation the host has timed one by one (core.op_probes) costs its
-    line (a fixed part and a part per element written), and a narrow GEMM its left operand's elements, if that is
-    more than its FLOPs' and bytes' time."""
+    """Seconds of one call's work on a CPU: a GEMM on a host that timed the GEMM grid its time there; an operation the
+    host has timed one by one (core.op_probes) its line (a fixed part and a part per element written), and a narrow
+    GEMM its left operand's elements, if that is more than its FLOPs' and bytes' time."""
     if op["op"] in GEMM_GRID and host.value(GEMM_GRID[op["op"]]):
         return _gemm_grid_seconds(op, host)
     work = _work_seconds(op, host, "elementwise_rate")

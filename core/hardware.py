@@ -327,7 +327,7 @@ def _calibrated_names(profile: dict, device: str) -> tuple[str, str]:
 def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
     describe = {f.name: f.description for f in profiles.FIELDS}
     if field == "matmul_flops":
-        value = {2.0 * int(n) ** 3: rate for n, rate in section[field].items()}
+        value = profiles.matmul_rates(section)
         return Figure(_value(field, value), source, False, describe[field] + ", as 2n^3 FLOPs per call", source)
     if field == "conv_flops":
         try:

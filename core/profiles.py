@@ -129,6 +129,9 @@ HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "�
                "B/s": (1e9, "GB/s")}
 
 
+CALIBRATION_TIME = "three to four minutes"  # a full calibration on a 2-core CPU (the AMD EPYC: 232 s)
+
+
 class ProfileError(ValueError):
     pass
 
@@ -155,6 +158,11 @@ def conv_call_flops(field: str, size: str) -> float:
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         conv_probe(field, "meta")(torch.empty(shape, device="meta"))
     return float(counter.get_total_flops())
+
+
+def matmul_rates(section: dict) -> dict[float, float]:
+    """A measured section's matmul rates by FLOPs per call (an n x n by n x n product: 2n^3)."""
+    return {2.0 * int(n) ** 3: rate for n, rate in section["matmul_flops"].items()}
 
 
 def conv_rates(section: dict) -> dict[float, float]:
@@ -221,6 +229,12 @@ def validate(profile: dict) -> None:
     if error is not None:
         where = "/".join(map(str, error.absolute_path)) or "profile"
         raise ProfileError(f"{where}: {error.message}")
+    for field in GEMM_FIGURES:
+        shapes = profile["cpu"].get(field, {})
+        axes = [{shape.split("x")[i] for shape in shapes} for i in range(3)]
+        if len(shapes) != len(axes[0]) * len(axes[1]) * len(axes[2]):
+            raise ProfileError(f"cpu/{field}: {len(shapes)} shapes are not a grid (every M with every K and N: "
+                               f"{' x '.join(str(len(axis)) for axis in axes)} shapes)")
 
 
 def path(machine_id: str = None, results_dir: Path = None) -> Path:
@@ -283,14 +297,20 @@ def _refuse_constant(name: str):
 def missing_message(machine_id: str = None) -> str:
     """What to tell someone who needs a profile that a machine lacks."""
     if machine_id in (None, devices.fingerprint()["machine_id"]):
-        return "no calibrated profile for this machine: run `python -m core calibrate` (three to four minutes)"
-    return f"no calibrated profile for machine {machine_id}: run `python -m core calibrate` on it (three to four minutes)"
+        return f"no calibrated profile for this machine: run `python -m core calibrate` ({CALIBRATION_TIME})"
+    return f"no calibrated profile for machine {machine_id}: run `python -m core calibrate` on it ({CALIBRATION_TIME})"
 
 
 def human(value: float, unit: str) -> tuple[str, str]:
     """A value in its field's display unit: (number text, unit label), e.g. (3.2e-6, 's/op') -> ('3.20', 'µs/op')."""
     scale, label = HUMAN_UNITS[unit]
     return _digits(value / scale), label
+
+
+def human_range(values, unit: str) -> tuple[str, str]:
+    """The smallest to the largest of some values in their field's display unit: ('0.16 to 64,432', 'µs/call')."""
+    (low, label), (high, _) = human(min(values), unit), human(max(values), unit)
+    return f"{low} to {high}", label
 
 
 def _digits(number: float) -> str:

@@ -14,7 +14,9 @@ A figure {"derive": RULE, "assumption": true, "note": ...} in the catalogue beco
   above it, its batch-64 figure times the newest reference's growth over its own batch-64 figure;
 - "matmul_ratio" (conv_flops): at each FLOPs per call a reference's convolution probes measured, this CPU's
   matmul_flops there times the geometric mean of the references' convolution rate over their own matmul rate
-  at those FLOPs (a small convolution's fixed part, and a convolution's backward, keep it far below a GEMM's)."""
+  at those FLOPs (a small convolution's fixed part, and a convolution's backward, keep it far below a GEMM's);
+  below this CPU's smallest matmul size, over their matmul rate at that size; beyond the largest probe, at this
+  CPU's own matmul sizes, at the ratio of the largest."""
 import math
 from pathlib import Path
 
@@ -151,8 +153,10 @@ def _loader_growth(field: str, figures: dict, measured: list[dict], where: str) 
 
 def _matmul_ratio(field: str, figures: dict, measured: list[dict], where: str) -> tuple[dict, str]:
     own = sorted((float(size), rate) for size, rate in _own(figures, "matmul_flops", where).items())
-    ratios = [(r, _conv_over_matmul(r, where)) for r in measured]
-    sizes = sorted({flops for _, by_flops in ratios for flops in by_flops})
+    ratios = [(r, _conv_over_matmul(r, own[0][0], where)) for r in measured]
+    probed = {flops for _, by_flops in ratios for flops in by_flops}
+    # beyond the largest probe, this CPU's own matmul sizes at the ratio there
+    sizes = sorted(probed | {flops for flops, _ in own if flops > max(probed)})
     value = {}
     for flops in sizes:
         at = [loglog(sorted(by_flops.items()), flops) for _, by_flops in ratios]
@@ -164,14 +168,16 @@ def _matmul_ratio(field: str, figures: dict, measured: list[dict], where: str) -
                    f"rate at those FLOPs ({each})")
 
 
-def _conv_over_matmul(reference: dict, where: str) -> dict[float, float]:
-    """A reference's convolution rate over its matmul rate (log-log between its sizes), by FLOPs per call."""
-    matmul = sorted((2.0 * int(n) ** 3, rate) for n, rate in reference["cpu"]["matmul_flops"].items())
+def _conv_over_matmul(reference: dict, smallest: float, where: str) -> dict[float, float]:
+    """A reference's convolution rate over its matmul rate (log-log between its sizes), by FLOPs per call; below
+    `smallest` (this CPU's smallest matmul size, where its own rate stops) over its matmul rate there, so that the
+    two matmul rates stop at the same size."""
+    matmul = sorted(profiles.matmul_rates(reference["cpu"]).items())
     try:
         conv = profiles.conv_rates(reference["cpu"])
     except profiles.ProfileError as e:
         raise DerivationError(f"{where}: {_name(reference)}'s {e}") from None
-    return {flops: rate / loglog(matmul, flops) for flops, rate in conv.items()}
+    return {flops: rate / loglog(matmul, max(flops, smallest)) for flops, rate in conv.items()}
 
 
 def _name(profile: dict) -> str:

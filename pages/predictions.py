@@ -56,8 +56,8 @@ for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *
     worst.metric("worst ratio", _ratio(found["worst_ratio"]))
     repeated = predictions.repeatability_text(repeats[repeats["machine_id"] == machine_id])
     if repeated:
-        st.caption(f"How far its own measurements repeat: {repeated}. The model cannot be checked more finely than "
-                   f"that.")
+        st.caption(f"How far its own measurements repeat: {repeated}, of every point it measured twice, with a census or "
+                   f"not. The model cannot be checked more finely than that.")
     bounds = predictions.by_bound(part)
     st.dataframe(bounds.assign(share_within=bounds["share_within"] * 100), hide_index=True, column_config={
         "bound": st.column_config.TextColumn("What bounds the prediction"),

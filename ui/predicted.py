@@ -77,7 +77,7 @@ def no_profile_text() -> str:
     """'no calibrated profile for this machine: run ...' (for a visitor of a read-only view, the server's, and
     nothing to run)."""
     text = f"no calibrated profile for {settings.this_host()}"
-    return text if settings.read_only() else f"{text}: run `python -m core calibrate` (three to four minutes)"
+    return text if settings.read_only() else f"{text}: run `python -m core calibrate` ({profiles.CALIBRATION_TIME})"
 
 
 def chosen_target(experiment: experiments.Experiment | None = None) -> tuple[hardware.Target | None, str]:

@@ -65,6 +65,14 @@ def test_a_profile_keyed_figure_with_a_key_of_the_wrong_kind_is_refused(quick_pr
         profiles.validate(broken)
 
 
+def test_a_gemm_figure_that_is_not_a_grid_of_shapes_is_refused(quick_profile):
+    holed = copy.deepcopy(quick_profile)
+    del holed["cpu"]["linear_seconds"]["1024x64x16"]
+    with pytest.raises(profiles.ProfileError, match=r"cpu/linear_seconds: 7 shapes are not a grid \(every M with every K "
+                                                    r"and N: 2 x 2 x 2 shapes\)"):
+        profiles.validate(holed)
+
+
 def test_every_field_has_a_unit_shown_in_human_units_and_a_probe_that_measures_it():
     for field in profiles.FIELDS:
         assert field.unit in profiles.HUMAN_UNITS and 0 <= field.low < field.high, field.name
@@ -151,8 +159,9 @@ def test_cli_calibrate_prints_the_table_and_writes_the_profile(quick_profile, ca
     assert "calibrated cpu in " in out and str(path) in out
     assert "matmul_flops @ 64" in out and "GFLOP/s" in out and "µs/op" in out and "GB/s" in out
     table = [line for line in out.splitlines()[:-1] if not line.startswith("note: the machine was busy")]
-    rows = profiles.rows(profiles.load())
-    assert len(table) == len(rows)
+    rows = [row for row in profiles.rows(profiles.load()) if row["field"] not in profiles.GEMM_FIGURES]
+    assert len(table) == len(rows) + len(profiles.GEMM_FIGURES)  # the GEMM grid: one line per figure, not per shape
+    assert "gemm_seconds @ 8 shapes" in table[-2] and "linear_seconds @ 8 shapes" in table[-1] and " to " in table[-1]
     value_ends = {line.index(f"{row['value']} {row['unit']} ") + len(row["value"]) for line, row in zip(table, rows)}
     assert len(value_ends) == 1  # the values line up
 

@@ -294,29 +294,30 @@ def test_a_gemm_with_a_narrow_output_costs_its_left_operands_elements_where_that
     assert_parts(found, parts(host=20 * US, compute=(32 + 96 + 40.96 + 0.64) * US))
 
 
-# A 2 x 2 x 2 grid of GEMM times: M 10 or 1000, K 4 or 64, N 2 or 32; each time is 1 us x (M / 10) x (N / 2),
-# whatever K (a few-columns GEMM's time goes with its rows and outputs), and nn.Linear's addmm 1 us more
-GRID = {f"{m}x{k}x{n}": 1 * US * (m / 10) * (n / 2) for m in (10, 1000) for k in (4, 64) for n in (2, 32)}
+# A 2 x 2 x 2 grid of GEMM times: M 10 or 1000, K 4 or 64, N 2 or 32; each time is 1 us x (M / 10) x (N / 2) x
+# (K / 4), and nn.Linear's addmm 1 us more
+GRID = {f"{m}x{k}x{n}": 1 * US * (m / 10) * (n / 2) * (k / 4) for m in (10, 1000) for k in (4, 64) for n in (2, 32)}
 LINEAR_GRID = {shape: seconds + 1 * US for shape, seconds in GRID.items()}
 
 
 def test_a_gemm_on_a_host_that_timed_a_grid_of_shapes_costs_the_grids_time_at_its_shape():
     on_grid = gemm("aten.mm", [[1000, 4], [4, 32]], 256_000)             # 1 us x 100 x 16 = 1,600 us, not its FLOPs' 2.56 us
-    between = gemm("aten.mm", [[100, 16], [16, 2]], 6_400)              # M halfway (in logs) from 10 to 1000: 1 us x 10 = 10 us
-    linear = gemm("aten.addmm", [[2], [10, 64], [64, 2]], 2_560)         # the Linear grid: 1 + 1 = 2 us
+    between = gemm("aten.mm", [[100, 16], [16, 8]], 25_600)             # M, K and N halfway in logs: 1 us x 10 x 4 x 4 = 160 us
+    linear = gemm("aten.addmm", [[2], [10, 64], [64, 2]], 2_560)         # the Linear grid: 16 + 1 = 17 us
     batched = gemm("aten.bmm", [[10, 10, 4], [10, 4, 2]], 1_600)        # 10 x 10 = 100 rows: 1 us x 10 = 10 us
-    found = predict(census([on_grid, between, linear, batched], [stretch([(0, 1), (1, 1), (2, 1), (3, 1)])],
+    based = gemm("aten.baddbmm", [[10, 10, 2], [10, 10, 4], [10, 4, 2]], 1_600)  # its matrices after the base: 10 us
+    found = predict(census([on_grid, between, linear, batched, based], [stretch([(i, 1) for i in range(5)])],
                            device="cpu"), cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID, narrow_gemm_seconds=NARROW))
-    assert found.parts["compute"] == pytest.approx((1600 + 10 + 2 + 10) * US)
+    assert found.parts["compute"] == pytest.approx((1600 + 160 + 17 + 10 + 10) * US)
 
 
 def test_a_gemm_beyond_the_grid_grows_in_proportion_and_below_it_costs_the_smallest_shapes_time():
-    beyond = gemm("aten.mm", [[4000, 256], [256, 64]], 131_072_000)  # (1000, 64, 32) = 1,600 us, x 4 (M) x 4 (K) x 2 (N)
+    beyond = gemm("aten.mm", [[4000, 256], [256, 64]], 131_072_000)  # (1000, 64, 32) = 25,600 us, x 4 (M) x 4 (K) x 2 (N)
     below = gemm("aten.mm", [[1, 1], [1, 1]], 2)                     # (10, 4, 2): 1 us
     empty = gemm("aten.mm", [[0, 4], [4, 2]], 0)                     # no rows: nothing to do
     found = predict(census([beyond, below, empty], [stretch([(0, 1), (1, 1), (2, 1)])], device="cpu"),
                     cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID))
-    assert found.parts["compute"] == pytest.approx((1600 * 32 + 1) * US)
+    assert found.parts["compute"] == pytest.approx((25_600 * 32 + 1) * US)
 
 
 def test_a_gemm_grid_missing_a_shape_is_refused_by_name():

@@ -97,7 +97,9 @@ def test_a_cpus_convolution_rate_is_its_matmul_rate_at_the_references_ratio(tmp_
     reference_figures.resolve(document, tmp_path)
     found = document["hardware"][0]["figures"]["conv_flops"]
     # 4e11 x the geometric mean of the two references' ratios: sqrt(0.25 x 0.5) and sqrt(0.5 x 1)
-    assert found["value"] == pytest.approx({str(CONV1D_FLOPS): 4e11 * math.sqrt(0.125), str(CONV2D_FLOPS): 4e11 * math.sqrt(0.5)})
+    # and beyond the largest probe, at this CPU's own matmul size, at the largest probe's ratio
+    assert found["value"] == pytest.approx({str(CONV1D_FLOPS): 4e11 * math.sqrt(0.125), str(CONV2D_FLOPS): 4e11 * math.sqrt(0.5),
+                                            "1000000000000": 4e11 * math.sqrt(0.5)})
     assert found["note"].startswith("no conv measured: at each FLOPs per call a reference machine's convolution probes")
     assert "(ref-old), calibrated 2026-01-01 00:00 UTC: 0.25 at 1e+07, 0.5 at 1.9e+07" in found["note"]
     assert hardware._value("conv_flops", found["value"])[0] == (CONV1D_FLOPS, pytest.approx(4e11 * math.sqrt(0.125)))
@@ -154,8 +156,7 @@ def test_a_catalogue_whose_reference_is_missing_is_refused_by_load(tmp_path, mon
 
 
 def conv_over_matmul(profile: dict, flops: float) -> float:
-    matmul = sorted((2.0 * int(n) ** 3, rate) for n, rate in profile["cpu"]["matmul_flops"].items())
-    return profiles.conv_rates(profile["cpu"])[flops] / costmodel.loglog(matmul, flops)
+    return profiles.conv_rates(profile["cpu"])[flops] / costmodel.loglog(sorted(profiles.matmul_rates(profile["cpu"]).items()), flops)
 
 
 def test_the_shipped_catalogue_derives_its_figures_from_the_shipped_reference_profiles():
