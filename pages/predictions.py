@@ -22,7 +22,7 @@ host = settings.this_host()  # "this server" for a visitor of a read-only view
 
 
 def _ratio(value) -> str:
-    return "-" if value is None or pd.isna(value) else f"{value:.3g}"  # 3 figures: a worst ratio can be 0.002
+    return "-" if value is None or pd.isna(value) else f"{value:#.3g}"  # 3 figures, kept when trailing zeros: 1.00, 0.345, 0.00200
 
 
 def _share(value) -> str:
