@@ -30,7 +30,7 @@ LOADER_PASS_BATCHES, LOADER_PASSES = 256, 3  # the DataLoader per batch size: ba
 TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's training step: Linear, ReLU, Linear
 # One sample of a short input per conv probe: a small model's layers cost what such a call costs (a fixed
 # part, forward and backward, far above its FLOPs at a larger input's rate), so the sized rates reach down to it.
-TINY_CONV_INPUTS = {"conv1d_flops": (1, 16, 4), "conv2d_flops": (1, 16, 2, 2)}
+TINY_CONV_INPUTS = {"conv1d_flops": (1, 4), "conv2d_flops": (1, 2, 2)}  # batch, then length or height and width
 OPTIMIZER_PARAMS = (1, 32)  # parameter tensors of the optimiser probe's two steps
 OPTIMIZER_PARAM_ELEMENTS = 16
 SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors
@@ -252,13 +252,14 @@ def gemm_costs(device: str, effort: Effort) -> dict:
 
 
 def conv_rate(device: str, effort: Effort) -> dict:
-    shapes = {"conv1d_flops": [TINY_CONV_INPUTS["conv1d_flops"], *((8, 16, length) for length in effort.conv1d_lengths)],
-              "conv2d_flops": [TINY_CONV_INPUTS["conv2d_flops"], *((8, 16, side, side) for side in effort.conv2d_sides)]}
+    positions = {"conv1d_flops": [TINY_CONV_INPUTS["conv1d_flops"], *((8, length) for length in effort.conv1d_lengths)],
+                 "conv2d_flops": [TINY_CONV_INPUTS["conv2d_flops"], *((8, side, side) for side in effort.conv2d_sides)]}
     rates = {}
-    for field, inputs in shapes.items():
+    for field, inputs in positions.items():
         conv = profiles.conv_probe(field, device)
         rates[field] = {}
-        for shape in inputs:
+        for batch, *sizes in inputs:
+            shape = (batch, conv.in_channels, *sizes)
             x = torch.randn(shape, device=device, requires_grad=True)
             rates[field]["x".join(map(str, shape))] = _training_flop_rate(lambda: conv(x).sum().backward(),
                                                                           device, effort)
