@@ -2,6 +2,7 @@
 entry point; the app's run button uses `run`, its cancel button does what `cancel` does."""
 import argparse
 import json
+import math
 import os
 import sys
 import threading
@@ -283,11 +284,11 @@ def cmd_predict(args) -> int:
 
 def _print_accuracy(as_json: bool) -> int:
     records = results.load_records()
-    frame = predictions.accuracy(records)
+    repeats = predictions.repeatability(records)
+    frame = predictions.with_repeats(predictions.accuracy(records), repeats)
     if as_json:
         print(frame.to_json(orient="records", indent=1))
         return 0
-    repeats = predictions.repeatability(records)
     for (machine, machine_id, device), part in frame.groupby(["machine", "machine_id", "device"]):
         print(f"{machine} {device}: {predictions.accuracy_text(part, devices.kind(device))}")
         print(f"  by what bounds the prediction: {predictions.bound_text(part)}")
@@ -296,8 +297,10 @@ def _print_accuracy(as_json: bool) -> int:
         if repeated:
             print(f"  how far its measurements repeat: {repeated}")
         for _, row in part.iterrows():
+            again = ("" if math.isnan(row["measured_before_s"])
+                     else f"; the run before measured {_seconds_text(row['measured_before_s'])}")
             print(f"  {row['experiment']} {row['variant']} {row['point']}: measured {_seconds_text(row['measured_s'])}, "
-                  f"predicted {_seconds_text(row['predicted_s'])} (x{row['ratio']:.2f})")
+                  f"predicted {_seconds_text(row['predicted_s'])} (x{row['ratio']:.2f}{again})")
     if frame.empty:
         print("no measured point with a census on a machine with a calibrated profile: run `python -m core "
               "calibrate`, then an experiment")

@@ -130,7 +130,7 @@ def _twin_metric(name: str, value, scale: float):
 
 
 # -- accuracy where a machine measured ----------------------------------------------------------------------
-ACCURACY_COLUMNS = ["experiment", "machine_id", "machine", "device", "device_name", "variant", "point", "unit",
+ACCURACY_COLUMNS = ["experiment", "machine_id", "machine", "run_id", "device", "device_name", "variant", "point", "unit",
                     "per_call", "measured_s", "predicted_s", "ratio", "within", "host_share", "bound", "hardware"]
 HOST_PARTS = ("host", "launches", "loading")  # what the host spends: the terms a GPU prediction takes from its CPU
 # What bounds a predicted point, by the host's share of it: the host terms (dispatch, Python, loading) are what
@@ -166,6 +166,7 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
             host = sum(predicted.parts.get(part, 0.0) for part in HOST_PARTS)
             host_share = host / predicted.seconds if predicted.seconds else 1.0
             flat.append({"experiment": meta["experiment"], "machine_id": meta["machine_id"], "machine": meta["machine"],
+                         "run_id": meta["run_id"],
                          "device": row["device"], "device_name": results.device_name(record, row["device"]),
                          "variant": row["variant"], "point": results.point_text(row.get("params", {})),
                          "unit": row.get("unit"), "per_call": row.get("per_call", 1), "measured_s": row["median"],
@@ -174,14 +175,15 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
 
 
-REPEAT_COLUMNS = ["machine_id", "experiment", "device", "variant", "point", "older_s", "newer_s", "ratio", "within"]
+REPEAT_COLUMNS = ["machine_id", "experiment", "run_id", "device", "variant", "point", "older_s", "newer_s", "ratio",
+                  "within"]
 
 
 def repeatability(records: list[dict]) -> pd.DataFrame:
     """For every point of one configuration that two or more complete runs on one machine measured: the latest two
-    runs' medians and their ratio (newer / older); `within`: within WITHIN either way. A machine's measurements
-    repeat no closer than this, so the model cannot be checked there more finely either."""
-    medians: dict[tuple, list[float]] = {}
+    runs' medians and their ratio (newer / older), `run_id` the newer run's; `within`: within WITHIN either way. A
+    machine's measurements repeat no closer than this, so the model cannot be checked there more finely either."""
+    medians: dict[tuple, list[tuple[str, float]]] = {}
     for record in sorted(records, key=lambda r: r.get("started") or ""):
         if record["status"] != "complete":
             continue
@@ -190,12 +192,25 @@ def repeatability(records: list[dict]) -> pd.DataFrame:
             if row.get("status", "ok") == "ok" and row.get("median"):
                 key = (record["machine_id"], record["experiment"], config, row["device"], row["variant"],
                        results.point_text(row.get("params", {})))
-                medians.setdefault(key, []).append(row["median"])
-    flat = [{"machine_id": machine, "experiment": experiment, "device": device, "variant": variant, "point": point,
-             "older_s": found[-2], "newer_s": found[-1], "ratio": found[-1] / found[-2],
-             "within": 1 / WITHIN <= found[-1] / found[-2] <= WITHIN}
-            for (machine, experiment, _, device, variant, point), found in medians.items() if len(found) >= 2]
+                medians.setdefault(key, []).append((record["run_id"], row["median"]))
+    flat = []
+    for (machine, experiment, _, device, variant, point), found in medians.items():
+        if len(found) < 2:
+            continue
+        (_, older), (run_id, newer) = found[-2:]
+        flat.append({"machine_id": machine, "experiment": experiment, "run_id": run_id, "device": device,
+                     "variant": variant, "point": point, "older_s": older, "newer_s": newer, "ratio": newer / older,
+                     "within": 1 / WITHIN <= newer / older <= WITHIN})
     return pd.DataFrame(flat, columns=REPEAT_COLUMNS)
+
+
+def with_repeats(accuracy: pd.DataFrame, repeats: pd.DataFrame) -> pd.DataFrame:
+    """The accuracy frame with `measured_before_s` and `runs_apart`: where the point's run measured it again after an
+    earlier run of the same configuration, that run's median and the newer over the older (NaN where it was measured
+    once), so that a miss can be read against how far the point itself repeats."""
+    apart = repeats[["run_id", "device", "variant", "point", "older_s", "ratio"]].rename(
+        columns={"older_s": "measured_before_s", "ratio": "runs_apart"})
+    return accuracy.merge(apart, on=["run_id", "device", "variant", "point"], how="left")
 
 
 def repeatability_text(frame: pd.DataFrame) -> str:

@@ -73,9 +73,15 @@ if not accuracy.empty:
                "on it.")
     st.altair_chart(predicted.accuracy_chart(accuracy), width="stretch")
     with st.expander("Every point checked"):
-        st.dataframe(accuracy.drop(columns=["machine_id"]), hide_index=True,
+        st.dataframe(predictions.with_repeats(accuracy, repeats).drop(columns=["machine_id", "run_id"]), hide_index=True,
                      column_config={"within": st.column_config.CheckboxColumn(f"within {predictions.WITHIN:g}x"),
-                                    "host_share": st.column_config.NumberColumn("host share", format="percent")})
+                                    "host_share": st.column_config.NumberColumn("host share", format="percent"),
+                                    "measured_before_s": st.column_config.NumberColumn(
+                                        "measured by the run before", format="%.3g"),
+                                    "runs_apart": st.column_config.NumberColumn(
+                                        "last two runs (newer / older)", format="%.2f",
+                                        help="The same point measured by the run before, in the same configuration: "
+                                             "how far the measurement itself moved")})
 
 # -- (b) the write-ups ------------------------------------------------------------------------------------
 st.header("The write-ups' figures, predicted")

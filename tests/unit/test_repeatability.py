@@ -1,4 +1,7 @@
 """How far a machine's own measurements repeat: the latest two runs of one configuration, point by point."""
+import json
+
+import pandas as pd
 import pytest
 
 from core import predictions
@@ -8,7 +11,7 @@ from core.cli import main
 def run(started: str, medians: dict, config=None, status="complete", machine="box-1") -> dict:
     rows = [{"device": "cpu", "variant": "as written", "params": {"size": size}, "status": "ok", "median": median}
             for size, median in medians.items()]
-    return {"machine_id": machine, "experiment": "matmul", "config": config or {"sizes": [8, 16, 32]},
+    return {"run_id": f"{machine} {started}", "machine_id": machine, "experiment": "matmul", "config": config or {"sizes": [8, 16, 32]},
             "started": started, "status": status, "rows": rows}
 
 
@@ -29,8 +32,23 @@ def test_the_latest_two_runs_of_a_configuration_are_compared_point_by_point():
     assert predictions.repeatability_text(predictions.repeatability(records[:1])) == ""  # one run: nothing to compare
 
 
+def test_a_checked_point_carries_what_the_run_before_measured_where_one_did():
+    records = [run("2026-01-01", {8: 2.0, 16: 1.0}), run("2026-01-02", {8: 3.0}), run("2026-01-03", {8: 9.0}, machine="box-2")]
+    accuracy = pd.DataFrame({"run_id": [records[1]["run_id"], records[0]["run_id"], records[2]["run_id"]],
+                             "device": "cpu", "variant": "as written", "point": ["size=8", "size=16", "size=8"],
+                             "ratio": [1.1, 0.9, 1.0]})
+    found = predictions.with_repeats(accuracy, predictions.repeatability(records))
+    assert found[["measured_before_s", "runs_apart"]].iloc[0].tolist() == [2.0, 1.5]  # the 01-02 run, after the 01-01
+    assert found[["measured_before_s", "runs_apart"]].iloc[1:].isna().all().all()  # measured once, on either machine
+    assert found["ratio"].tolist() == [1.1, 0.9, 1.0] and len(found) == 3
+
+
 def test_predict_accuracy_says_how_far_the_shipped_measurements_repeat(shipped_results, capsys):
     assert main(["predict", "--accuracy"]) == 0
     out = capsys.readouterr().out
     assert "within 1.5x" in out and "by what bounds the prediction: " in out
     assert "how far its measurements repeat: two runs of the same configuration agree within 1.5x on " in out
+    assert "; the run before measured " in out  # the shipped AMD EPYC runs measured their points twice
+    assert main(["predict", "--accuracy", "--json"]) == 0
+    checked = json.loads(capsys.readouterr().out)
+    assert {"run_id", "measured_before_s", "runs_apart"} <= set(checked[0])
