@@ -21,6 +21,12 @@ here = devices.fingerprint()["machine_id"]
 host = settings.this_host()  # "this server" for a visitor of a read-only view
 
 
+# The table of every point checked: what was measured, by the run before, and predicted, first
+POINT_COLUMNS = ["experiment", "machine", "variant", "point", "measured_s", "measured_before_s", "runs_apart",
+                 "predicted_s", "ratio", "within", "host_share", "bound", "device", "device_name", "unit", "per_call",
+                 "hardware"]
+
+
 def _ratio(value) -> str:
     return "-" if value is None or pd.isna(value) else f"{value:#.3g}"  # 3 figures, kept when trailing zeros: 1.00, 0.345, 0.00200
 
@@ -73,7 +79,7 @@ if not accuracy.empty:
                "on it.")
     st.altair_chart(predicted.accuracy_chart(accuracy), width="stretch")
     with st.expander("Every point checked"):
-        st.dataframe(predictions.with_repeats(accuracy, repeats).drop(columns=["machine_id", "run_id"]), hide_index=True,
+        st.dataframe(predictions.with_repeats(accuracy, repeats), hide_index=True, column_order=POINT_COLUMNS,
                      column_config={"within": st.column_config.CheckboxColumn(f"within {predictions.WITHIN:g}x"),
                                     "host_share": st.column_config.NumberColumn("host share", format="percent"),
                                     "measured_before_s": st.column_config.NumberColumn(
