@@ -17,7 +17,8 @@ The rules on a GPU target, per operation call:
   costs at least its line, op_call_seconds + op_element_seconds per element written. A GEMM (mm, addmm, bmm,
   baddbmm) on a host that timed a grid of GEMM shapes costs the grid's time at its M x K x N (linear_seconds
   for addmm, nn.Linear's operation, gemm_seconds for the others; a batch of GEMMs what one GEMM of all their
-  rows does), interpolated log-linearly between the shapes and extrapolated beyond them; on one that did not,
+  rows does), interpolated log-linearly between the shapes, the smallest shape's time below them and grown in
+  proportion to each dimension beyond them; on one that did not,
   its FLOPs' time and at least its left operand's elements at narrow_gemm_seconds for the widest output the host
   measured no wider than its own (a GEMM whose output has a few columns runs far below the FLOP rate). Other
   work off the unit's device is shape inference on the meta device: it computes nothing.
@@ -266,11 +267,11 @@ def gemm_grid(field: str, figure: tuple[tuple[str, float], ...]):
     between the shapes measured (a GEMM's time is near a power of each dimension between two sizes); below the
     smallest size of a dimension, that size's time (a small GEMM's fixed part); above the largest, that size's
     time grown in proportion (a large GEMM's time grows with each of its dimensions)."""
+    problem = not_a_grid([shape for shape, _ in figure])
+    if problem:
+        raise PredictionError(f"host figure {field}: {problem}")
     times = {tuple(int(size) for size in shape.split("x")): seconds for shape, seconds in figure}
     axes = [sorted({shape[i] for shape in times}) for i in range(3)]
-    if len(times) != math.prod(map(len, axes)):
-        raise PredictionError(f"host figure {field}: {len(times)} shapes are not a grid (every M with every K and N: "
-                              f"{' x '.join(str(len(axis)) for axis in axes)} shapes)")
     cube = np.array([[[times[m, k, n] for n in axes[2]] for k in axes[1]] for m in axes[0]])
     curve = RegularGridInterpolator([np.log(axis) for axis in axes], np.log(np.maximum(cube, TINY_SECONDS)))
 
@@ -279,6 +280,14 @@ def gemm_grid(field: str, figure: tuple[tuple[str, float], ...]):
         beyond = math.prod(max(size / top, 1.0) for size, top in zip(shape, (axis[-1] for axis in axes)))
         return float(np.exp(curve(np.log([inside]))[0])) * beyond
     return seconds
+
+
+def not_a_grid(shapes: list[str]) -> str | None:
+    """What is wrong with GEMM shapes ('MxKxN') that are not every M with every K and N, else None."""
+    axes = [{shape.split("x")[i] for shape in shapes} for i in range(3)]
+    if len(shapes) == math.prod(map(len, axes)):
+        return None
+    return f"{len(shapes)} shapes are not a grid (every M with every K and N: {' x '.join(str(len(a)) for a in axes)} shapes)"
 
 
 def _gemm_operands(op: dict, left_at: int) -> tuple[list[int], list[int]]:

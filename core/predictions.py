@@ -170,9 +170,19 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
                          "device": row["device"], "device_name": results.device_name(record, row["device"]),
                          "variant": row["variant"], "point": results.point_text(row.get("params", {})),
                          "unit": row.get("unit"), "per_call": row.get("per_call", 1), "measured_s": row["median"],
-                         "predicted_s": predicted.seconds, "ratio": ratio, "within": 1 / WITHIN <= ratio <= WITHIN,
+                         "predicted_s": predicted.seconds, "ratio": ratio, "within": within(ratio),
                          "host_share": host_share, "bound": bound(host_share), "hardware": target.title})
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
+
+
+def within(ratio: float) -> bool:
+    """Whether a ratio is within WITHIN either way."""
+    return 1 / WITHIN <= ratio <= WITHIN
+
+
+def off_by(ratios: pd.Series) -> pd.Series:
+    """How far each ratio is from 1, either way, as a factor >= 1 (0.5 and 2 are both 2)."""
+    return ratios.map(lambda r: max(r, 1 / r))
 
 
 REPEAT_COLUMNS = ["machine_id", "experiment", "run_id", "device", "variant", "point", "older_s", "newer_s", "ratio",
@@ -200,7 +210,7 @@ def repeatability(records: list[dict]) -> pd.DataFrame:
         (_, older), (run_id, newer) = found[-2:]
         flat.append({"machine_id": machine, "experiment": experiment, "run_id": run_id, "device": device,
                      "variant": variant, "point": point, "older_s": older, "newer_s": newer, "ratio": newer / older,
-                     "within": 1 / WITHIN <= newer / older <= WITHIN})
+                     "within": within(newer / older)})
     return pd.DataFrame(flat, columns=REPEAT_COLUMNS)
 
 
@@ -217,7 +227,7 @@ def repeatability_text(frame: pd.DataFrame) -> str:
     """'two runs of the same configuration agree within 1.5x on 95% of 105 points (worst 2.34x apart)', or ''."""
     if frame.empty:
         return ""
-    worst = frame["ratio"].map(lambda r: max(r, 1 / r)).max()
+    worst = off_by(frame["ratio"]).max()
     return (f"two runs of the same configuration agree within {WITHIN:g}x on {frame['within'].mean():.0%} of "
             f"{len(frame)} points (worst {worst:.2f}x apart)")
 
@@ -267,7 +277,7 @@ def summary(frame: pd.DataFrame) -> dict:
     """Points, the median ratio, the worst (farthest from 1 either way) and the share within WITHIN."""
     if frame.empty:
         return {"points": 0, "median_ratio": None, "worst_ratio": None, "share_within": None}
-    off = frame["ratio"].map(lambda r: max(r, 1 / r))
+    off = off_by(frame["ratio"])
     return {"points": len(frame), "median_ratio": float(frame["ratio"].median()),
             "worst_ratio": float(frame["ratio"][off.idxmax()]), "share_within": float(frame["within"].mean())}
 

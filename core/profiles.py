@@ -17,7 +17,7 @@ import jsonschema
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from core import devices, results, settings, versions
+from core import costmodel, devices, results, settings, versions
 
 SCHEMA_VERSION = 1
 SUBFOLDER = "calibration"
@@ -230,11 +230,9 @@ def validate(profile: dict) -> None:
         where = "/".join(map(str, error.absolute_path)) or "profile"
         raise ProfileError(f"{where}: {error.message}")
     for field in GEMM_FIGURES:
-        shapes = profile["cpu"].get(field, {})
-        axes = [{shape.split("x")[i] for shape in shapes} for i in range(3)]
-        if len(shapes) != len(axes[0]) * len(axes[1]) * len(axes[2]):
-            raise ProfileError(f"cpu/{field}: {len(shapes)} shapes are not a grid (every M with every K and N: "
-                               f"{' x '.join(str(len(axis)) for axis in axes)} shapes)")
+        problem = costmodel.not_a_grid(list(profile["cpu"].get(field, {})))
+        if problem:
+            raise ProfileError(f"cpu/{field}: {problem}")
 
 
 def path(machine_id: str = None, results_dir: Path = None) -> Path:

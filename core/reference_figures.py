@@ -17,7 +17,7 @@ A figure {"derive": RULE, "assumption": true, "note": ...} in the catalogue beco
   at those FLOPs (a small convolution's fixed part, and a convolution's backward, keep it far below a GEMM's);
   below this CPU's smallest matmul size, over their matmul rate at that size; beyond the largest probe, at this
   CPU's own matmul sizes, at the ratio of the largest."""
-import math
+import statistics
 from pathlib import Path
 
 from core import profiles, settings
@@ -101,7 +101,7 @@ def _bare_op_ratio(field: str, figures: dict, measured: list[dict], where: str) 
         return _bare_op_ratio_per_key(field, figures, measured, where)
     bare = _own(figures, BARE_OP, where)
     ratios = [(r, _ratio(r, r["cpu"][field], field, where)) for r in measured]
-    mean = math.exp(sum(math.log(ratio) for _, ratio in ratios) / len(ratios))
+    mean = statistics.geometric_mean(ratio for _, ratio in ratios)
     each = "; ".join(f"{_name(r)} {ratio:.3g} ({_shown(r['cpu'][field])} / {_shown(r['cpu'][BARE_OP])}, "
                      f"{_taken(r)})" for r, ratio in ratios)
     return bare * mean, (f"this CPU's bare op ({_shown(bare)}, {BARE_OP}) times {mean:.3g}, the geometric mean of "
@@ -117,7 +117,7 @@ def _bare_op_ratio_per_key(field: str, figures: dict, measured: list[dict], wher
     value = {}
     for key in keys:
         ratios = [_ratio(r, r["cpu"][field][key], f"{field}.{key}", where) for r in measured if key in r["cpu"][field]]
-        value[key] = bare * math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios))
+        value[key] = bare * statistics.geometric_mean(ratios)
     return value, (f"per key, this CPU's bare op ({_shown(bare)}, {BARE_OP}) times the geometric mean of the "
                    f"reference machines' ratios of that key's figure to their bare op (measured by "
                    f"{'; '.join(f'{_name(r)}, {_taken(r)}' for r in measured)})")
@@ -160,7 +160,7 @@ def _matmul_ratio(field: str, figures: dict, measured: list[dict], where: str) -
     value = {}
     for flops in sizes:
         at = [loglog(sorted(by_flops.items()), flops) for _, by_flops in ratios]
-        value[str(int(flops))] = loglog(own, flops) * math.exp(sum(math.log(ratio) for ratio in at) / len(at))
+        value[str(int(flops))] = loglog(own, flops) * statistics.geometric_mean(at)
     each = "; ".join(f"{_name(r)}, {_taken(r)}: " + ", ".join(f"{ratio:.2g} at {flops:.2g}" for flops, ratio in
                                                               sorted(by_flops.items())) for r, by_flops in ratios)
     return value, (f"at each FLOPs per call a reference machine's convolution probes measured, this CPU's matmul_flops "
