@@ -42,6 +42,7 @@ NARROW_GEMM_LEFT, NARROW_COLUMNS = (4096, 32), (1, 2, 4, 8, 16)
 # median steadies them)
 GEMM_REPEATS, GEMM_BLOCK_SHARE = 3, 0.1
 PROBE_RETRIES = 2  # measurements again of a probe with a figure outside its sane range
+BARE_OPS: dict[str, float] = {}  # per device, in the pass going on
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 
 
@@ -106,8 +107,11 @@ def _beyond(seconds: float, dispatch: float) -> float:
 
 
 def _bare_op_seconds(device: str, effort: Effort) -> float:
-    a, b = torch.ones(1), torch.ones(1)
-    return _seconds(lambda: torch.add(a, b), device, effort)
+    """A bare operation's seconds, timed once per pass (take clears BARE_OPS): a pass's probes subtract one figure."""
+    if device not in BARE_OPS:
+        a, b = torch.ones(1), torch.ones(1)
+        BARE_OPS[device] = _seconds(lambda: torch.add(a, b), device, effort)
+    return BARE_OPS[device]
 
 
 def _flop_rate(fn: Callable[[], object], device: str, effort: Effort) -> float:
@@ -416,6 +420,7 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
     with tqdm(total=len(steps) * effort.passes, desc="calibrating", unit="probe", disable=not progress,
               file=sys.stderr) as bar:
         for number, measured in enumerate(passes, 1):
+            BARE_OPS.clear()
             for device, probe in steps:
                 bar.set_postfix_str(f"pass {number}/{effort.passes}: {device} {probe.title}")
                 measured[device] |= _measure(probe, device, effort)

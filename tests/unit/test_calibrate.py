@@ -188,3 +188,16 @@ def test_a_quick_calibration_measures_every_gpu_field_on_every_gpu():
     for gpu in gpus:
         assert set(profile["gpus"][gpu]) == {f.name for f in profiles.fields_for("cuda")}
     profiles.validate(profile)
+
+
+def test_a_pass_times_the_bare_operation_once_and_the_next_pass_again(monkeypatch):
+    timed = []
+    monkeypatch.setattr(calibrate, "_seconds", lambda fn, device, effort, sync=None: timed.append(device) or 2e-6)
+    monkeypatch.setattr(calibrate, "PROBES", [calibrate.Probe("two", ("cpu",), lambda device, effort: {
+        "op_overhead_no_grad": calibrate._bare_op_seconds(device, effort),
+        "module_call": calibrate._bare_op_seconds(device, effort)})])
+    monkeypatch.setattr(calibrate, "QUICK", calibrate.replace(calibrate.QUICK, passes=2))
+    monkeypatch.setattr(calibrate.versions, "code_version", lambda: {"commit": None, "dirty": False})
+    profile = calibrate.take(["cpu"], quick=True, progress=False)
+    assert timed == ["cpu", "cpu"]  # one bare-op timing per pass, shared by the pass's probes
+    assert profile["cpu"] == {"op_overhead_no_grad": 2e-6, "module_call": 2e-6}
