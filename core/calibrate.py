@@ -73,7 +73,7 @@ FULL = Effort(passes=5, repeats=7, block_seconds=0.03, matmul_sizes=(16, 32, 64,
               conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), loader_batches=(1, 16, 64, 256, 1024, 4096),
               loader_rows=65536, large_bytes={"cpu": 2**26, "cuda": 2**28},
               graph_nodes=200, queued_kernels=500,
-              gemm_grid=((16, 128, 1024, 8192, 65536), (2, 4, 16, 64, 256), (1, 2, 3, 4, 8, 10, 16, 32, 64, 256)))
+              gemm_grid=((16, 32, 64, 128, 1024, 8192, 65536), (2, 4, 16, 32, 64, 256), (1, 2, 3, 4, 8, 10, 16, 32, 64, 256)))
 QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes=(16, 64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
                loader_samples=(64, 1024), loader_batches=(1, 64, 1024), loader_rows=4096, large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
                queued_kernels=50, gemm_grid=((16, 1024), (4, 64), (2, 16)))
