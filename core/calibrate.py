@@ -9,7 +9,6 @@ figure is the median over passes: a record's time is the median of samples sprea
 machine (a shared VM above all) can change speed from one few seconds to the next, so the figures the cost
 model predicts a median with are medians too."""
 import collections
-import gc
 import itertools
 import statistics
 import sys
@@ -196,35 +195,27 @@ def loader_cost(device: str, effort: Effort) -> dict:
     per_sample = {}
     for field, batch_size, samples in (("loader_batch1_per_sample", 1, effort.loader_samples[0]),
                                        ("loader_batched_per_sample", costmodel.LOADER_BATCH, effort.loader_samples[1])):
-        per_sample[field] = min(_loader_passes(batch_size, samples, device, effort.repeats)[0]) / samples
-    return per_sample | loader_by_batch(device, effort) | {"gc_full_collection": _seconds(gc.collect, device, effort)}
+        per_sample[field] = min(_loader_passes(batch_size, samples, device, effort.repeats)) / samples
+    return per_sample | {"loader_per_sample": loader_by_batch(device, effort)}
 
 
 def loader_by_batch(device: str, effort: Effort) -> dict:
     """Seconds per sample of the DataLoader at each of effort.loader_batches, over up to LOADER_PASS_BATCHES
     batches (at most effort.loader_rows rows): the median pass, since the garbage collector's full collections,
-    which grow with the batch, fall in some passes and not others; and those full collections per sample."""
-    per_sample, full_collections = {}, {}
+    which grow with the batch, fall in some passes and not others."""
+    per_sample = {}
     for batch_size in effort.loader_batches:
         samples = min(effort.loader_rows, LOADER_PASS_BATCHES * batch_size)
-        passes, full_collections[str(batch_size)] = _loader_passes(batch_size, samples, device, LOADER_PASSES)
+        passes = _loader_passes(batch_size, samples, device, LOADER_PASSES)
         per_sample[str(batch_size)] = statistics.median(passes) / samples
-    return {"loader_per_sample": per_sample, "loader_full_collections": full_collections}
+    return per_sample
 
 
-def _loader_passes(batch_size: int, samples: int, device: str, repeats: int) -> tuple[tuple[float, ...], float]:
-    """Seconds of each of `repeats` passes of a DataLoader over a TensorDataset of `samples` rows, and the garbage
-    collector's full collections (of its oldest generation) per sample over every pass made, the warm-up's included."""
+def _loader_passes(batch_size: int, samples: int, device: str, repeats: int) -> list[float]:
+    """Seconds of each of `repeats` passes of a DataLoader over a TensorDataset of `samples` rows."""
     data = TensorDataset(torch.randn(samples, LOADER_FEATURES), torch.randn(samples))
     loader = DataLoader(data, batch_size=batch_size)
-    before = _full_collections()
-    measured = timing.measure(lambda: collections.deque(loader, maxlen=0), device, repeats=repeats)
-    passes = len(measured.warmup) + measured.n
-    return measured.samples, (_full_collections() - before) / (passes * samples)
-
-
-def _full_collections() -> int:
-    return gc.get_stats()[-1]["collections"]
+    return timing.measure(lambda: collections.deque(loader, maxlen=0), device, repeats=repeats).samples
 
 
 # Compute probes (every device).

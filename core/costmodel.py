@@ -38,10 +38,7 @@ The rules on a GPU target, per operation call:
   the batch). A host without that figure: a batch costs a and each of its samples c, from its seconds per
   sample at batch 1 (L1) and at batch 64 (L64): L1 = a + c and L64 = a / 64 + c, so c = (64 L64 - L1) / 63
   and a = L1 - c, each at least 0. The operations of a fetch cost nothing more on the host (the figures
-  hold them); its kernels and copies cost as anywhere else. The per-sample figures spread the garbage collector's
-  full collections evenly, but one comes whole: a sample expecting E of them (loader_full_collections per sample
-  at each fetch's batch size) holds the nearest whole number in its median, so its loading gains or loses
-  (round(E) - E) times gc_full_collection.
+  hold them); its kernels and copies cost as anywhere else.
 - copies: a host-device copy takes the GPU's latency + bytes / bandwidth for its direction and host
   memory (pinned or pageable). A blocking copy (one that syncs) runs after the device work before it; a
   non-blocking one is device time.
@@ -121,7 +118,6 @@ def predict(census: dict, target) -> Prediction:
     for stretch in stretches:
         for part, seconds in _stretch_parts(stretch, costs, target).items():
             parts[part] += seconds * stretch["times"]
-    parts["loading"] = max(parts["loading"] + _whole_collections(stretches, target.host), 0.0)
     return Prediction(sum(parts.values()), parts, target.title, _notes(census, ops, target))
 
 
@@ -348,20 +344,6 @@ def _loading_seconds(stretch: dict, host) -> float:
         return samples * _at_batch(by_batch, samples / batches)
     per_batch, per_sample = loader_costs(host)
     return batches * per_batch + samples * per_sample
-
-
-def _whole_collections(stretches: list[dict], host) -> float:
-    """What a sample's DataLoader garbage collections cost beyond the share loader_per_sample spreads over its samples:
-    a full collection comes whole, so the median sample holds the whole number nearest the E it expects (E summed over
-    its fetches at loader_full_collections for their batch size), at gc_full_collection each, where the share held E."""
-    rates, seconds = host.value("loader_full_collections"), host.value("gc_full_collection")
-    if not (rates and seconds):
-        return 0.0
-    points = sorted((math.log(float(size)), rate) for size, rate in rates.items())
-    expected = sum(s["times"] * s["loader_samples"] * float(np.interp(
-        math.log(s["loader_samples"] / s["loader_batches"]), *zip(*points))) for s in stretches
-        if s["loader_batches"] and s["loader_samples"])
-    return (math.floor(expected + 0.5) - expected) * seconds
 
 
 def _at_batch(by_batch: dict[str, float], batch: float) -> float:

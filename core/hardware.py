@@ -27,7 +27,7 @@ KINDS = ("cpu", "gpu")
 FIELDS = {
     "cpu": ("op_overhead_autograd", "op_overhead_no_grad", "module_call", "module_call_seconds", "optimizer_step",
             "optimizer_op_overhead", "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample",
-            "loader_full_collections", "gc_full_collection", "matmul_flops", "conv_flops", "elementwise_rate", "memory_bandwidth", "op_call_seconds",
+            "matmul_flops", "conv_flops", "elementwise_rate", "memory_bandwidth", "op_call_seconds",
             "op_element_seconds", "narrow_gemm_seconds", "gemm_seconds", "linear_seconds"),
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
             "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
@@ -48,7 +48,6 @@ UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_elem
               "an add's time", "narrow_gemm_seconds": "a narrow GEMM costs its FLOPs' time, as a square one does",
               "loader_per_sample": "a DataLoader costs the line through its batch-1 and batch-64 figures at any batch",
               "module_call_seconds": "every module call costs a bare module's (module_call)",
-              "loader_full_collections": "a DataLoader's garbage collections are spread evenly over its samples",
               **{field: GEMM_BY_FLOPS for field in GEMM_GRIDS}}
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message
@@ -341,9 +340,6 @@ def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
         return Figure(section["launch_overhead"], source, True,
                       "not in the profile: one replay's fixed host cost taken as one kernel launch (launch_overhead)",
                       source)
-    if field == "gc_full_collection" and field not in section:
-        return Figure(0.0, source, True, f"not in the profile (calibrated before calibrate measured it): "
-                      f"{UNMEASURED['loader_full_collections']}", source)
     if field in KEYED:
         if field not in section:
             return Figure({}, source, True, f"not in the profile (calibrated before calibrate measured it): "

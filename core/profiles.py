@@ -67,11 +67,6 @@ FIELDS = (
           "many batches: the Python garbage collector's share included, which grows with the batch (a batch's "
           "sample tensors live long enough to reach its oldest generation)", 1e-9, 1e-1, HOST, sized=True,
           required=False),
-    Field("loader_full_collections", "1/sample", "full collections of the Python garbage collector per sample of that "
-          "DataLoader at each batch size (size: batch): how often the share loader_per_sample holds comes at once",
-          0.0, 1.0, HOST, sized=True, required=False),
-    Field("gc_full_collection", "s", "one full collection of the Python garbage collector (gc.collect) in a process "
-          "that has imported torch: it walks every object the process holds", 1e-7, 10.0, HOST, required=False),
     Field("matmul_flops", "FLOP/s", "torch.mm of two float32 n x n matrices (size: n)", 1e6, 1e17, EVERY,
           sized=True),
     Field("conv1d_flops", "FLOP/s", "Conv1d 16->32 channels, kernel 5, forward and backward (size: input N x C x L)",
@@ -124,12 +119,12 @@ FIELDS = (
 OP_NAME, COUNT, CLASS_NAME = r"^[a-z_][a-z0-9_]*$", r"^[1-9][0-9]*$", r"^[A-Za-z_][A-Za-z0-9_]*$"
 SHAPE = r"^[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*$"  # a GEMM's M x K x N
 KEYS = {"op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT,
-        "loader_per_sample": COUNT, "loader_full_collections": COUNT, "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE}
+        "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE}
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
 GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of hundreds of shapes, two figures each
 
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
-HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"), "1/sample": (1e-6, "per million samples"),
+HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
                "s/node": (1e-6, "µs/node"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
                "B/s": (1e9, "GB/s")}
 

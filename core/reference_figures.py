@@ -28,9 +28,9 @@ BARE_OP = "op_overhead_no_grad"
 # Each rule and the CPU figures it may derive (in this order: a loader_growth figure grows from this CPU's own
 # loader figures, which the reference rule may derive first).
 DERIVABLE = {"reference": ("loader_batch1_per_sample", "loader_batched_per_sample", "op_call_seconds",
-                           "op_element_seconds", "narrow_gemm_seconds", "loader_full_collections"),
+                           "op_element_seconds", "narrow_gemm_seconds"),
              "bare_op_ratio": ("op_overhead_autograd", "module_call", "module_call_seconds", "optimizer_step",
-                               "optimizer_op_overhead", "gc_full_collection"),
+                               "optimizer_op_overhead"),
              "loader_growth": ("loader_per_sample",),
              "matmul_ratio": ("conv_flops",)}
 RULES = tuple(DERIVABLE)

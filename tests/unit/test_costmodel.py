@@ -14,7 +14,6 @@ CPU_FIGURES = {
     # a = 62 us per batch, c = 2 us per sample: L1 = a + c = 64 us, L64 = a / 64 + c = 0.96875 + 2 us
     "loader_batch1_per_sample": 64 * US, "loader_batched_per_sample": 2.96875 * US,
     "loader_per_sample": {},  # no DataLoader per batch size measured: the line through the two figures above
-    "loader_full_collections": {}, "gc_full_collection": 0.0,  # no garbage collections counted: spread evenly
     "matmul_flops": 1e11, "conv_flops": 5e10, "elementwise_rate": 1e9, "memory_bandwidth": 1e10,
     # the ops timed one by one: tanh 3 us a call + 20 ns per element written, sort its 50 ns per element alone
     "op_call_seconds": {"tanh": 3 * US, "sort": 0.0}, "op_element_seconds": {"tanh": 20e-9, "sort": 50e-9},
@@ -226,23 +225,6 @@ def test_a_host_measured_per_batch_size_costs_each_sample_at_the_stretch_s_batch
     by_batch = {"1": 20 * US, "64": 3 * US, "1024": 6.75 * US}
     found = predict(census([], [stretch([], batches=batches, samples=samples)]), cpu(loader_per_sample=by_batch))
     assert_parts(found, parts(loading=samples * per_sample))
-
-
-@pytest.mark.parametrize("stretches, loading_us", [
-    # 2 fetches of 1024 samples, at 1e-4 full collections per sample expect 0.2048 of one: the median sample holds
-    # none, so the 2048 x 3 us the per-sample figure spreads lose 0.2048 x 10 ms: 6144 - 2048 = 4096 us
-    ([stretch([], times=2, batches=1, samples=1024)], 6144 - 2048),
-    # 8 fetches of 1024 expect 0.8192: the median sample holds one, 0.1808 x 10 ms more than the share
-    ([stretch([], times=8, batches=1, samples=1024)], 24576 + 1808),
-    # batch 64 counts none: 1024 samples at 2 us and 1024 at 3 us (batch 1024) expect 0.1024, rounded to 0
-    ([stretch([], batches=16, samples=1024), stretch([], batches=1, samples=1024)], 2048 + 3072 - 1024),
-    # batch 256, halfway (in log) from 64 to 1024: 5e-5 a sample, so 4 x 2560 samples expect 0.512, rounded to 1
-    ([stretch([], times=4, batches=10, samples=2560)], 10240 * 2.449489742783178 + 4880),
-])
-def test_a_sample_holds_a_whole_number_of_the_loaders_garbage_collections(stretches, loading_us):
-    target = cpu(loader_per_sample={"64": 2 * US, "1024": 3 * US}, loader_full_collections={"64": 0.0, "1024": 1e-4},
-                 gc_full_collection=10_000 * US)
-    assert_parts(predict(census([], stretches), target), parts(loading=loading_us * US))
 
 
 @pytest.mark.parametrize("batch1, batched, seconds", [
