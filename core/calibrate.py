@@ -411,8 +411,8 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
     """Measure the devices (devices_to_calibrate's choice) into a profile, with a tqdm bar when `progress`."""
     names = devices_to_calibrate(names)
     effort = QUICK if quick else FULL
-    load_per_core = psutil.getloadavg()[0] / psutil.cpu_count()
     taken = results.now()
+    busy_before, own_before = _busy_cpu_seconds(), _own_cpu_seconds()
     steps = [(device, probe) for device in names for probe in PROBES if devices.kind(device) in probe.kinds]
     passes = [{device: {} for device in names} for _ in range(effort.passes)]
     watch = timing.Stopwatch("cpu")
@@ -426,11 +426,24 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
                 measured[device] |= _measure(probe, device, effort)
                 bar.update()
     seconds = watch.lap("calibration")
+    others = (_busy_cpu_seconds() - busy_before) - (_own_cpu_seconds() - own_before)
     measured = {device: _medians([found[device] for found in passes]) for device in names}
     fp = devices.fingerprint()
     return {"schema": profiles.SCHEMA_VERSION, "machine_id": fp["machine_id"], "fingerprint": fp,
             "code_version": versions.code_version(), "taken": taken, "seconds": seconds, "quick": quick,
-            "load_per_core": load_per_core, "cpu": measured.pop("cpu"), "gpus": measured}
+            "load_per_core": max(others, 0.0) / (seconds * psutil.cpu_count()), "cpu": measured.pop("cpu"),
+            "gpus": measured}
+
+
+def _busy_cpu_seconds() -> float:
+    """The CPU seconds every logical core has spent busy (a VM's stolen time included: another guest's work)."""
+    times = psutil.cpu_times()
+    return sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
+
+
+def _own_cpu_seconds() -> float:
+    times = psutil.Process().cpu_times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def _measure(probe: Probe, device: str, effort: Effort) -> dict:

@@ -4,7 +4,9 @@ profile.json, a subfolder on purpose (the record loader globs */*.json). Checked
 built from FIELDS on the way in and out.
 
 {"schema": 1, "machine_id", "fingerprint", "code_version", "taken" (UTC ISO), "seconds", "quick",
- "load_per_core" (the 1-minute load average per logical core as it began), "cpu": {field: value},
+ "load_per_core" (other work's share of each logical core while it ran: the machine's busy CPU time, a VM's
+ stolen time included, less the calibration's own, over its seconds and the logical cores; profiles taken before
+ this version hold the 1-minute load average per logical core as it began), "cpu": {field: value},
  "gpus": {"cuda:N": {field: value}}}; a sized field's value is {size: value}."""
 import json
 import re
@@ -24,7 +26,7 @@ SUBFOLDER = "calibration"
 FILE_NAME = "profile.json"
 GPU_PATTERN = r"^cuda:[0-9]+$"
 MACHINE_ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"  # devices.machine_id's slug and hash: a folder name, never a path
-BUSY_LOAD_PER_CORE = 0.5  # the 1-minute load average per logical core above which other work skews figures
+BUSY_LOAD_PER_CORE = 0.5  # other work's share of each logical core above which it skews the figures
 
 
 @dataclass(frozen=True)
@@ -348,7 +350,7 @@ def rows(profile: dict) -> list[dict]:
 
 
 def busy_note(profile: dict) -> str | None:
-    """A warning when the machine was busy as its calibration began, else None."""
+    """A warning when other work kept the machine busy while it was calibrated, else None."""
     load = profile["load_per_core"]
     if load < BUSY_LOAD_PER_CORE:
         return None

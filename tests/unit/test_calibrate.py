@@ -201,3 +201,21 @@ def test_a_pass_times_the_bare_operation_once_and_the_next_pass_again(monkeypatc
     profile = calibrate.take(["cpu"], quick=True, progress=False)
     assert timed == ["cpu", "cpu"]  # one bare-op timing per pass, shared by the pass's probes
     assert profile["cpu"] == {"op_overhead_no_grad": 2e-6, "module_call": 2e-6}
+
+
+@pytest.mark.parametrize("busy, own, others", [(30.0, 2.0, 28.0), (1.0, 2.0, 0.0)], ids=["others-busy", "only-itself"])
+def test_the_load_a_profile_records_is_the_other_work_while_it_ran(monkeypatch, busy, own, others):
+    # the machine's busy CPU seconds and the calibration's own, read as it begins and as it ends
+    monkeypatch.setattr(calibrate, "_busy_cpu_seconds", iter([100.0, 100.0 + busy]).__next__)
+    monkeypatch.setattr(calibrate, "_own_cpu_seconds", iter([5.0, 5.0 + own]).__next__)
+    monkeypatch.setattr(calibrate, "PROBES", [calibrate.Probe("one", ("cpu",), lambda device, effort: {
+        "op_overhead_no_grad": 2e-6})])
+    monkeypatch.setattr(calibrate.versions, "code_version", lambda: {"commit": None, "dirty": False})
+    profile = calibrate.take(["cpu"], quick=True, progress=False)
+    assert profile["load_per_core"] == pytest.approx(others / (profile["seconds"] * calibrate.psutil.cpu_count()))
+
+
+def test_the_cpu_seconds_read_grow_with_work():
+    busy, own = calibrate._busy_cpu_seconds(), calibrate._own_cpu_seconds()
+    sum(i * i for i in range(3_000_000))
+    assert calibrate._own_cpu_seconds() > own and calibrate._busy_cpu_seconds() > busy
