@@ -292,6 +292,8 @@ def _print_accuracy(as_json: bool) -> int:
     for (machine, machine_id, device), part in frame.groupby(["machine", "machine_id", "device"]):
         print(f"{machine} {device}: {predictions.accuracy_text(part, devices.kind(device))}")
         print(f"  by what bounds the prediction: {predictions.bound_text(part)}")
+        if unmeasured := predictions.unmeasured_text(machine_id, device):
+            print(f"  {unmeasured}")
         repeated = predictions.repeatability_text(repeats[(repeats["machine_id"] == machine_id)
                                                           & (repeats["device"] == device)])
         if repeated:

@@ -249,6 +249,18 @@ def _own_target(machine_id: str, device: str) -> hardware.Target | None:
         return None
 
 
+def unmeasured_text(machine_id: str, device: str) -> str:
+    """'' or a sentence naming the figures a machine's calibrated profile lacks (taken before calibrate measured
+    them), which the cost model stands in for: its points check the model with less than this version measures."""
+    target = _own_target(machine_id, device)
+    missing = [*target.host.assumptions, *(target.gpu.assumptions if target.gpu else [])] if target else []
+    if not missing:
+        return ""
+    return (f"Its profile was calibrated before calibrate measured {len(missing)} of its figures ({', '.join(missing)}): "
+            f"the cost model stands in for them, so its points check the model with less than this version measures; "
+            f"calibrating it again would check the model as it is.")
+
+
 def bound(host_share: float) -> str:
     """'host-bound', 'mixed' or 'compute-bound': what a predicted point's time is mostly made of (BOUNDS)."""
     return next(name for floor, name in BOUNDS if host_share >= floor)

@@ -60,6 +60,9 @@ for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *
     median.metric("median predicted / measured", _ratio(found["median_ratio"]))
     within.metric(f"within {predictions.WITHIN:g}x", _share(found["share_within"]))
     worst.metric("worst ratio", _ratio(found["worst_ratio"]))
+    for device in part["device"].unique():
+        if unmeasured := predictions.unmeasured_text(machine_id, device):
+            st.caption(unmeasured)
     repeated = predictions.repeatability_text(repeats[repeats["machine_id"] == machine_id])
     if repeated:
         st.caption(f"How far its own measurements repeat: {repeated}, of every point it measured twice, with a census or "

@@ -135,6 +135,21 @@ def test_the_predictions_page_says_how_far_a_machines_measurements_repeat(made, 
     assert (checked["measured_s"] / checked["measured_before_s"]).round(6).tolist() == checked["runs_apart"].round(6).tolist()
 
 
+def test_the_predictions_page_names_what_an_older_profile_lacks(made, results_dir):
+    copy_in(made, results_dir)
+    at = render("pages/predictions.py")
+    assert not any("Its profile was calibrated before" in c.value for c in at.caption)  # this version's calibration
+    [path] = results_dir.glob("*/calibration/profile.json")
+    older = json.loads(path.read_text())
+    for field in profiles.GEMM_FIGURES:  # as a profile taken before calibrate timed the GEMM grid
+        del older["cpu"][field]
+    path.write_text(json.dumps(older))
+    at = render("pages/predictions.py")
+    assert not at.exception
+    assert any("Its profile was calibrated before calibrate measured 2 of its figures (gemm_seconds, linear_seconds)"
+               in c.value for c in at.caption)
+
+
 def test_the_predictions_page_shows_a_saved_write_up_validation(made, results_dir):
     copy_in(made, results_dir)
     entry = next(e for e in writeups.timing_figures() if e["device"] == "GPU")
