@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from core import predictions, results
+from core.cli import main
 
 
 @pytest.mark.parametrize("share, name", [(1.0, "host-bound"), (0.8, "host-bound"), (0.79, "mixed"), (0.5, "mixed"),
@@ -39,7 +40,6 @@ def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_
     assert "gemm_seconds" in older and "loader_per_sample" in older
     assert predictions.unmeasured_text("amd-epyc-34e468d3", "cpu") == ""  # calibrated by this version
     assert predictions.unmeasured_text("no-such-machine", "cpu") == ""
-    from core.cli import main
     assert main(["predict", "--accuracy"]) == 0
     out = capsys.readouterr().out
     assert out.count("Its profile was calibrated before calibrate measured") == 1
