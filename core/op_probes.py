@@ -1,8 +1,9 @@
 """The ATen operations `python -m core calibrate` times one by one on the CPU, where a small model's time goes
 beyond what an add's rate and the per-operation overhead predict: functions such as tanh and mish (tens of
 adds per element), normalisation, softmax, sort, concatenation and pooling (several passes, and parallel regions
-that cost a fixed few microseconds a call). Each is built on a float32 input of `rows` x FEATURES, the layout of
-a small model's activations; its cost per call is read as a line through two sizes (core.calibrate)."""
+that cost a fixed few microseconds a call), and dropout's random mask (bernoulli_: a random draw per element).
+Each is built on a float32 input of `rows` x FEATURES, the layout of a small model's activations; its cost per
+call is read as a line through two sizes (core.calibrate)."""
 from typing import Callable
 
 import torch
@@ -112,6 +113,11 @@ def _max_pool_backward(rows):
     return lambda: aten.max_pool2d_with_indices_backward(grad, x, [1, 2], [1, 2], [0, 0], [1, 1], False, indices)
 
 
+def _bernoulli(rows):
+    x = _inputs(rows)["x"]
+    return lambda: aten.bernoulli_(x, 0.5)  # dropout's mask: a random draw per element
+
+
 # name (core.costmodel.op_name: the census's, less "aten." and an in-place "_") -> a builder taking the rows
 PROBES = {
     **{name: _pointwise(name) for name in ("tanh", "sigmoid", "exp", "log", "erf", "gelu", "silu", "softplus", "elu",
@@ -127,4 +133,5 @@ PROBES = {
     "_log_softmax_backward_data": _softmax_backward("_log_softmax_backward_data", "_log_softmax"),
     "sort": _sort, "cat": _cat, "max": _max,
     "max_pool2d_with_indices": _max_pool, "max_pool2d_with_indices_backward": _max_pool_backward,
+    "bernoulli": _bernoulli,
 }
