@@ -41,7 +41,7 @@ st.markdown(f"For every point measured with a census on a machine with a calibra
             f"latest complete run per experiment and preset), the model's prediction for that machine's own "
             f"device beside the measured median: ratio = predicted / measured; the target is within "
             f"{predictions.WITHIN:g}x either way.")
-accuracy = predictions.accuracy(records)
+accuracy = data.accuracy()
 repeats = predictions.repeatability(records)
 calibrated = profiles.all()
 if here not in calibrated:

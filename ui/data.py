@@ -1,13 +1,16 @@
-"""Cached loading of the results store; the cache key includes every record's mtime, so a new or
-updated record shows without restarting the app."""
+"""Cached loading of the results store, and of what the pages compute from all of it (the cost model's
+accuracy, an experiment's predicted GPU rows); each cache key includes every record's mtime and size (and
+the calibrated profiles', for predictions), so a new or updated record or profile shows without restarting
+the app."""
 import os
 import warnings
 
 import pandas as pd
 import streamlit as st
 
+from core import predictions
 from core import published as published_figures
-from core import results, settings
+from core import hardware, profiles, results, settings
 
 
 def _signature() -> tuple:
@@ -25,8 +28,15 @@ def _stamp(path) -> tuple:
     return str(path), info.st_mtime_ns, info.st_size
 
 
-# Every rewrite of a record makes a new key; only the last few loads are worth keeping.
-@st.cache_data(show_spinner=False, max_entries=4)
+def _profiles_signature() -> tuple:
+    folder = settings.results_dir()
+    return tuple(_stamp(path) for path in sorted(folder.glob(f"*/{profiles.SUBFOLDER}/{profiles.FILE_NAME}")))
+
+
+# Shared, not copied: st.cache_data would unpickle every record on every rerun (over a second for the shipped
+# results, twice per experiment page). The pages only read records. Every rewrite of a record makes a new key;
+# only the last load or two are worth keeping.
+@st.cache_resource(show_spinner=False, max_entries=2)
 def _load(signature: tuple) -> tuple[list[dict], list[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -39,6 +49,31 @@ def records() -> list[dict]:
     for message in skipped:
         st.warning(message, icon="⚠️")
     return loaded
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _accuracy(signature: tuple, calibrated: tuple) -> pd.DataFrame:
+    return predictions.accuracy(_load(signature)[0])
+
+
+def accuracy() -> pd.DataFrame:
+    """predictions.accuracy of every record: the cost model against each calibrated machine's measurements."""
+    records()  # its warnings, if any
+    return _accuracy(_signature(), _profiles_signature())
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _predicted_rows(signature: tuple, calibrated: tuple, experiment: str, target: str) -> pd.DataFrame:
+    records = _load(signature)[0]
+    found = predictions.standin_rows(records, experiment, hardware.resolve(target, host="this"))
+    return predictions.with_twin_metrics(found[found["point_status"] == "ok"], results.rows_frame(records, experiment))
+
+
+def predicted_rows(experiment: str, target: str) -> pd.DataFrame:
+    """Every stand-in row of `experiment` predicted on the GPU named `target` driven by this machine's CPU
+    (predictions.standin_rows, the points predicted without error, with their twins' metrics)."""
+    records()
+    return _predicted_rows(_signature(), _profiles_signature(), experiment, target)
 
 
 def rows(experiment: str) -> pd.DataFrame:

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from core import analysis, charts, devices, experiments, hardware, predictions, profiles, results, settings
+from ui import data
 
 PICKED = "predict-on"          # the reader's own pick, kept while they move between pages
 WIDGET = "predict-on-widget"   # the sidebar's selectbox, set from PICKED or the page's default each run
@@ -80,15 +81,14 @@ def no_profile_text() -> str:
     return text if settings.read_only() else f"{text}: run `python -m core calibrate` ({profiles.CALIBRATION_TIME})"
 
 
-def chosen_target(experiment: experiments.Experiment | None = None) -> tuple[hardware.Target | None, str]:
-    """The sidebar's GPU, or (a page rendered without the sidebar) the page's default."""
+def chosen_gpu(experiment: experiments.Experiment | None = None) -> str | None:
+    """The sidebar's GPU, or (a page rendered without the sidebar) the page's default; None when the catalogue
+    has no GPU."""
     name = st.session_state.get(WIDGET) or st.session_state.get(PICKED)
-    if not name:
-        choices = gpu_choices()
-        if not choices:
-            return None, "No GPU in the hardware catalogue to predict on."
-        name = default_gpu(experiment.name if experiment else None, choices)
-    return resolve(name)
+    if name:
+        return name
+    choices = gpu_choices()
+    return default_gpu(experiment.name if experiment else None, choices) if choices else None
 
 
 # -- the comparison: one run's measured CPU points beside their predicted GPU points ----------------------
@@ -212,17 +212,19 @@ class Forecast:
     rows: pd.DataFrame
 
 
-def forecast(experiment: experiments.Experiment, records: list[dict]) -> Forecast:
-    target, problem = chosen_target(experiment)
+def forecast(experiment: experiments.Experiment) -> Forecast:
+    name = chosen_gpu(experiment)
+    if name is None:
+        return Forecast(None, "No GPU in the hardware catalogue to predict on.", "", pd.DataFrame())
+    target, problem = resolve(name)
     if target is None:
         return Forecast(None, problem, "", pd.DataFrame())
-    rows = predictions.standin_rows(records, experiment.name, target)
-    rows = predictions.with_twin_metrics(rows[rows["point_status"] == "ok"], results.rows_frame(records, experiment.name))
-    return Forecast(target, "", accuracy_here(records) if len(rows) else "", rows)
+    rows = data.predicted_rows(experiment.name, name)
+    return Forecast(target, "", accuracy_here() if len(rows) else "", rows)
 
 
-def accuracy_here(records: list[dict]) -> str:
-    frame = predictions.accuracy(records)
+def accuracy_here() -> str:
+    frame = data.accuracy()
     return predictions.accuracy_text(frame[frame["machine_id"] == devices.fingerprint()["machine_id"]], "cpu")
 
 

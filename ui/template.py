@@ -33,7 +33,7 @@ def experiment_page(name: str) -> None:
     st.title(exp.title)
     st.markdown(f"> **The write-up's claim.** {about['Claim']}")
     st.caption(f"Source: {published_figures.citation(exp.source, where=False)}")
-    forecast = predicted.forecast(exp, records)
+    forecast = predicted.forecast(exp)
     _verdicts(exp.verdicts(default_rows, published, forecast.rows, forecast.accuracy), rows)
     if rows.empty:
         st.info("No measured results yet" + (" in this view." if settings.read_only() else
