@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from core import census, costmodel, devices, graphs, module_probes, op_probes, profiles, results, timing, versions
+from core import census, conv_probes, costmodel, devices, graphs, module_probes, op_probes, profiles, results, timing, versions
 
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
@@ -255,18 +255,32 @@ def gemm_costs(device: str, effort: Effort) -> dict:
     return {"gemm_seconds": plain, "linear_seconds": linear}
 
 
+def _conv_positions(effort: Effort) -> dict[int, list[tuple[int, ...]]]:
+    """The inputs (batch, then length or height and width) a convolution probe is timed on, by the input's rank."""
+    return {3: [TINY_CONV_INPUTS["conv1d_flops"], *((8, length) for length in effort.conv1d_lengths)],
+            4: [TINY_CONV_INPUTS["conv2d_flops"], *((8, side, side) for side in effort.conv2d_sides)]}
+
+
 def conv_rate(device: str, effort: Effort) -> dict:
-    positions = {"conv1d_flops": [TINY_CONV_INPUTS["conv1d_flops"], *((8, length) for length in effort.conv1d_lengths)],
-                 "conv2d_flops": [TINY_CONV_INPUTS["conv2d_flops"], *((8, side, side) for side in effort.conv2d_sides)]}
+    positions = _conv_positions(effort)
+    return {field: _conv_rates(profiles.conv_probe(field, device), positions[rank], device, effort)
+            for field, rank in (("conv1d_flops", 3), ("conv2d_flops", 4))}
+
+
+def one_channel_conv_rate(device: str, effort: Effort) -> dict:
     rates = {}
-    for field, inputs in positions.items():
-        conv = profiles.conv_probe(field, device)
-        rates[field] = {}
-        for batch, *sizes in inputs:
-            shape = (batch, conv.in_channels, *sizes)
-            x = torch.randn(shape, device=device, requires_grad=True)
-            rates[field]["x".join(map(str, shape))] = _training_flop_rate(lambda: conv(x).sum().backward(),
-                                                                          device, effort)
+    for rank, inputs in _conv_positions(effort).items():
+        rates |= _conv_rates(conv_probes.one_channel(rank, device), inputs, device, effort)
+    return {"conv_one_channel_flops": rates}
+
+
+def _conv_rates(conv: torch.nn.Module, inputs: list[tuple[int, ...]], device: str, effort: Effort) -> dict[str, float]:
+    """A convolution's training rate on each input, keyed by the input's shape ('8x16x256')."""
+    rates = {}
+    for batch, *sizes in inputs:
+        shape = (batch, conv.in_channels, *sizes)
+        x = torch.randn(shape, device=device, requires_grad=True)
+        rates["x".join(map(str, shape))] = _training_flop_rate(lambda: conv(x).sum().backward(), device, effort)
     return rates
 
 
@@ -385,6 +399,7 @@ PROBES = (
     Probe("DataLoader", profiles.HOST, loader_cost),
     Probe("matmul", profiles.EVERY, matmul_rate),
     Probe("convolutions", profiles.EVERY, conv_rate),
+    Probe("one-channel convolutions", profiles.HOST, one_channel_conv_rate),
     Probe("elementwise", profiles.EVERY, elementwise_rate),
     Probe("listed operations", profiles.HOST, listed_op_costs),
     Probe("narrow GEMMs", profiles.HOST, narrow_gemm_cost),

@@ -11,9 +11,10 @@ The rules on a GPU target, per operation call:
   op_overhead_autograd when it records autograd (its share of backward included), else
   op_overhead_no_grad. An operation outside them that does work on the host (on 'cpu', not a kernel of
   the unit's device) costs its compute there too: max(flops / rate, bytes / memory_bandwidth), the rate
-  conv_flops for a convolution (an operation with a FLOP formula and 'conv' in its name), matmul_flops
-  for another formula operation and elementwise_rate for a per-element one (one FLOP per element
-  written); an operation the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...)
+  conv_flops for a convolution (an operation with a FLOP formula and 'conv' in its name; on a host that timed
+  one-channel convolutions, conv_one_channel_flops at one input channel, log-linear in the channels up to
+  conv_flops at the 16 of its probes), matmul_flops for another formula operation and elementwise_rate for a
+  per-element one (one FLOP per element written); an operation the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...)
   costs at least its line, op_call_seconds + op_element_seconds per element written. A GEMM (mm, addmm, bmm,
   baddbmm) on a host that timed a grid of GEMM shapes costs the grid's time at its M x K x N (linear_seconds
   for addmm, nn.Linear's operation, gemm_seconds for the others; a batch of GEMMs what one GEMM of all their
@@ -65,6 +66,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 
+from core import conv_probes
+
 PARTS = ("host", "launches", "loading", "compute", "copies", "sync")
 PHASES = ("step", "loading", "graph", "optimizer")
 PYTHON_PHASES = ("step", "optimizer")  # where the host runs the unit's Python (not a fetch, not a replay)
@@ -74,6 +77,8 @@ GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm
 # The host's grid of GEMM times each GEMM is priced by: addmm is what nn.Linear issues (its weight read transposed)
 GEMM_GRID = {"aten.mm": "gemm_seconds", "aten.bmm": "gemm_seconds", "aten.addmm": "linear_seconds",
              "aten.baddbmm": "gemm_seconds"}
+ONE_CHANNEL = "conv_one_channel_flops"
+CONV_WEIGHT = {"aten.convolution": 1, "aten.convolution_backward": 2}  # where a convolution's weight is among its tensors
 TINY_SECONDS = 1e-12  # a grid figure's floor before its logarithm
 MISSING = object()
 
@@ -217,10 +222,37 @@ def _work_seconds(op: dict, device, elementwise: str | None) -> float:
     """max(flops / rate, bytes / memory_bandwidth) of one call; `elementwise` names the rate of a
     per-element operation (None: its bytes only)."""
     flops = op["flops"]
-    rate = ("conv_flops" if "conv" in op["op"] else "matmul_flops") if op["formula"] else elementwise
-    by_flops = flops / device.value(rate, flops=flops) if rate and flops else 0.0
+    if op["formula"] and "conv" in op["op"]:
+        by_flops = flops / _conv_rate(op, device) if flops else 0.0
+    else:
+        rate = "matmul_flops" if op["formula"] else elementwise
+        by_flops = flops / device.value(rate, flops=flops) if rate and flops else 0.0
     by_bytes = op["bytes"] / device.value("memory_bandwidth", flops=flops) if op["bytes"] else 0.0
     return max(by_flops, by_bytes)
+
+
+def _conv_rate(op: dict, device) -> float:
+    """A convolution call's FLOP/s: conv_flops at its FLOPs; on a host that timed one-channel convolutions
+    (conv_one_channel_flops) of its rank, between the two in the logarithms of its weight's input channels, from
+    the one-channel rate at 1 to conv_flops' at the 16 of its probes and beyond."""
+    flops = op["flops"]
+    rate = device.value("conv_flops", flops=flops)
+    weight = _conv_weight(op)
+    if weight is None or ONE_CHANNEL not in device.figures:  # a GPU's, a host's without it, or not a known conv
+        return rate
+    few = conv_probes.rates_by_rank(device.value(ONE_CHANNEL)).get(len(weight))
+    if not few:  # none timed at its rank (an older profile, a catalogue CPU, a 3-D convolution)
+        return rate
+    share = min(math.log(weight[1]) / math.log(conv_probes.CHANNELS), 1.0)
+    return math.exp((1 - share) * math.log(loglog(few, flops)) + share * math.log(rate))
+
+
+def _conv_weight(op: dict) -> list[int] | None:
+    """The weight's shape (out channels, in channels per group, kernel...) of aten.convolution (input, weight, ...)
+    and aten.convolution_backward (grad_output, input, weight, ...); None for another convolution."""
+    position = CONV_WEIGHT.get(op["op"])
+    shapes = op.get("shapes") or []
+    return shapes[position] if position is not None and len(shapes) > position else None
 
 
 def _host_work(op: dict, host) -> float:

@@ -27,8 +27,8 @@ KINDS = ("cpu", "gpu")
 FIELDS = {
     "cpu": ("op_overhead_autograd", "op_overhead_no_grad", "module_call", "module_call_seconds", "optimizer_step",
             "optimizer_op_overhead", "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample",
-            "matmul_flops", "conv_flops", "elementwise_rate", "memory_bandwidth", "op_call_seconds",
-            "op_element_seconds", "narrow_gemm_seconds", "gemm_seconds", "linear_seconds"),
+            "matmul_flops", "conv_flops", "conv_one_channel_flops", "elementwise_rate", "memory_bandwidth",
+            "op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "gemm_seconds", "linear_seconds"),
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
             "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
@@ -48,6 +48,8 @@ UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_elem
               "an add's time", "narrow_gemm_seconds": "a narrow GEMM costs its FLOPs' time, as a square one does",
               "loader_per_sample": "a DataLoader costs the line through its batch-1 and batch-64 figures at any batch",
               "module_call_seconds": "every module call costs a bare module's (module_call)",
+              "conv_one_channel_flops": "a convolution with few input channels costs conv_flops' rate, as a "
+                                        "16-channel one does",
               **{field: GEMM_BY_FLOPS for field in GEMM_GRIDS}}
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message

@@ -19,7 +19,7 @@ import jsonschema
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from core import costmodel, devices, results, settings, versions
+from core import conv_probes, costmodel, devices, results, settings, versions
 
 SCHEMA_VERSION = 1
 SUBFOLDER = "calibration"
@@ -75,6 +75,9 @@ FIELDS = (
           1e6, 1e17, EVERY, sized=True),
     Field("conv2d_flops", "FLOP/s", "Conv2d 16->32 channels, kernel 3x3, forward and backward (size: input N x C x H x W)",
           1e6, 1e17, EVERY, sized=True),
+    Field("conv_one_channel_flops", "FLOP/s", "Conv1d and Conv2d with one input channel, 1->32 channels, kernels 5 "
+          "and 3x3, forward and backward (size: input N x 1 x L or N x 1 x H x W): a small model's first layer, whose "
+          "vector lanes, run across input channels, mostly idle", 1e6, 1e17, HOST, sized=True, required=False),
     Field("elementwise_rate", "elem/s", "output elements per second of a float32 add into a new tensor, as "
           "a model's ops write (size: elements; small ones stay in cache, large ones fault their pages in)",
           1e6, 1e14, EVERY, sized=True),
@@ -120,8 +123,9 @@ FIELDS = (
 # Sized fields keyed by something other than a size: the pattern of their keys.
 OP_NAME, COUNT, CLASS_NAME = r"^[a-z_][a-z0-9_]*$", r"^[1-9][0-9]*$", r"^[A-Za-z_][A-Za-z0-9_]*$"
 SHAPE = r"^[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*$"  # a GEMM's M x K x N
-KEYS = {"op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT,
-        "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE}
+ONE_CHANNEL_INPUT = r"^[1-9][0-9]*x1(x[1-9][0-9]*){1,2}$"  # a one-channel convolution's input, N x 1 x L or N x 1 x H x W
+KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME,
+        "narrow_gemm_seconds": COUNT, "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE}
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
 GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of hundreds of shapes, two figures each
 
@@ -139,7 +143,8 @@ class ProfileError(ValueError):
 
 
 # calibrate's convolution probes, the layer each times: (layer, its in and out channels and kernel, padding)
-CONV_PROBES = {"conv1d_flops": (torch.nn.Conv1d, (16, 32, 5), 2), "conv2d_flops": (torch.nn.Conv2d, (16, 32, 3), 1)}
+CONV_PROBES = {"conv1d_flops": (torch.nn.Conv1d, (conv_probes.CHANNELS, 32, 5), 2),
+               "conv2d_flops": (torch.nn.Conv2d, (conv_probes.CHANNELS, 32, 3), 1)}
 
 
 def conv_probe(field: str, device: str) -> torch.nn.Module:

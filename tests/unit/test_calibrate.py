@@ -25,6 +25,8 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert set(cpu["matmul_flops"]) == {str(n) for n in calibrate.QUICK.matmul_sizes}
     assert set(cpu["conv2d_flops"]) == {"1x16x2x2", *(f"8x16x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
     assert cpu["conv1d_flops"]["1x16x4"] < cpu["conv1d_flops"]["8x16x256"]  # one tiny call: its fixed part shows
+    assert set(cpu["conv_one_channel_flops"]) == {"1x1x4", "8x1x256", "1x1x2x2",
+                                                   *(f"8x1x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
     assert set(cpu["elementwise_rate"]) == {"4096", "65536", "1048576"}  # the largest: QUICK's 4 MiB of float32
     assert cpu["elementwise_flops"] == cpu["elementwise_rate"]["1048576"]
     assert cpu["optimizer_op_overhead"] >= cpu["op_overhead_no_grad"] * 0.5  # at least the bare op when measured

@@ -19,6 +19,7 @@ CPU_FIGURES = {
     "op_call_seconds": {"tanh": 3 * US, "sort": 0.0}, "op_element_seconds": {"tanh": 20e-9, "sort": 50e-9},
     "narrow_gemm_seconds": {},  # no narrow GEMM measured: every GEMM at its FLOP rate (the cases below give some)
     "gemm_seconds": {}, "linear_seconds": {},  # no GEMM grid timed: as above (the cases below give one)
+    "conv_one_channel_flops": {},  # no one-channel convolution timed: conv_flops (a case below gives some)
 }
 GPU_FIGURES = {
     "matmul_flops": 1e13, "conv_flops": 5e12, "memory_bandwidth": 1e12, "launch_overhead": 9 * US,  # an eager op launching: 5 us dispatch (no grad) + 4 us launch
@@ -146,6 +147,48 @@ def test_a_convolution_runs_at_the_convolution_rate_and_autograd_costs_more_over
     assert_parts(predict(census([conv], [stretch([(0, 1)])]), gpu()), parts(compute=200 * US))
     # On the CPU: 10 us + 1e9 / 5e10 = 20 ms.
     assert_parts(predict(census([conv], [stretch([(0, 1)])]), cpu()), parts(host=10 * US, compute=20e-3))
+
+
+# Conv1d probes with one input channel: 8 x 1 x 16 is 2 x 8 x 32 x 16 x 5 = 40,960 FLOPs a call, 8 x 1 x 256
+# 655,360; the one Conv2d probe, 8 x 1 x 16 x 16, 2 x 8 x 32 x 256 x 9 = 1,179,648
+ONE_CHANNEL = {"8x1x16": 5e8, "8x1x256": 5e9, "8x1x16x16": 2e9}
+
+
+def conv_call(name, weight, flops, inputs=None) -> dict:
+    shapes = {"aten.convolution": [inputs or [8, weight[1], 256], weight, [weight[0]]],
+              "aten.convolution_backward": [[8, weight[0], 256], inputs or [8, weight[1], 256], weight]}[name]
+    return op(name, where="cpu", formula=True, flops=flops, shapes=shapes)
+
+
+@pytest.mark.parametrize("name", ["aten.convolution", "aten.convolution_backward"])
+def test_a_convolution_with_few_input_channels_runs_between_the_one_channel_rate_and_the_conv_rate(name):
+    host = cpu(conv_one_channel_flops=ONE_CHANNEL)
+    at = 655360  # the 8 x 1 x 256 probe's FLOPs: 5e9 there, conv_flops 5e10 at any size
+    def compute(channels):
+        conv = conv_call(name, [32, channels, 5], at)
+        return predict(census([conv], [stretch([(0, 1)])], device="cpu"), host).parts["compute"]
+    assert compute(1) == pytest.approx(at / 5e9)
+    assert compute(4) == pytest.approx(at / (5e9 * 5e10) ** 0.5)  # log 4 is half way to log 16
+    assert compute(16) == compute(64) == pytest.approx(at / 5e10)
+    # between the probes' sizes, log-log: 4 x 40,960 FLOPs is half way from 40,960 to 655,360 in logs, so the
+    # rate is half way from 5e8 to 5e9: 5e8 x 10^(1/2)
+    conv = conv_call(name, [32, 1, 5], 4 * 40960)
+    assert predict(census([conv], [stretch([(0, 1)])], device="cpu"), host).parts["compute"] == pytest.approx(
+        4 * 40960 / (5e8 * 10 ** 0.5))
+
+
+def test_a_one_channel_convolution_costs_the_conv_rate_where_its_rank_or_the_figure_is_missing():
+    conv2d = conv_call("aten.convolution", [32, 1, 3, 3], 1179648, inputs=[8, 1, 16, 16])
+    conv3d = conv_call("aten.convolution", [32, 1, 3, 3, 3], 1179648, inputs=[8, 1, 16, 16, 16])
+    def compute(conv, figure):
+        return predict(census([conv], [stretch([(0, 1)])], device="cpu"),
+                       cpu(conv_one_channel_flops=figure)).parts["compute"]
+    assert compute(conv2d, ONE_CHANNEL) == pytest.approx(1179648 / 2e9)   # its rank's probe
+    assert compute(conv3d, ONE_CHANNEL) == pytest.approx(1179648 / 5e10)  # no 3-D probe: conv_flops
+    assert compute(conv2d, {}) == pytest.approx(1179648 / 5e10)           # an older profile: conv_flops
+    on_gpu = predict(census([conv2d | {"where": "meta", "flops": 1e9}], [stretch([(0, 1)])]),
+                     gpu({"conv_one_channel_flops": ONE_CHANNEL}))
+    assert on_gpu.parts["compute"] == pytest.approx(1e9 / 5e12)  # a GPU's conv_flops, whatever its host timed
 
 
 def test_a_pageable_copy_is_serial_after_the_stretch():

@@ -23,6 +23,7 @@ def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
            "optimizer_op_overhead": 5e-6, "loader_batch1_per_sample": 30e-6,
            "loader_batched_per_sample": 5e-6, "matmul_flops": {"64": 4e10, "256": 1.5e11},
            "conv1d_flops": {"8x16x256": 3e10}, "conv2d_flops": {"8x16x16x16": 5e10},
+           "conv_one_channel_flops": {"8x1x256": 3e9, "8x1x16x16": 5e9},
            "elementwise_rate": {"4096": 1e9, "1048576": 2e9}, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10,
            "op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1e-9, "sort": 3e-9},
            "narrow_gemm_seconds": {"2": 5e-10, "16": 2e-10}, "loader_per_sample": {"1": 30e-6, "64": 5e-6},
@@ -58,9 +59,11 @@ def test_the_shipped_catalogue_validates_and_every_entry_has_every_figure_of_its
         for name, figure in device.figures.items():
             if figure.keyed:  # an op's fixed part or time per element: 0 where it has none
                 assert all(v >= 0 for v in figure.value.values()), device.name
-                # a catalogue CPU has no GEMM grid: its GEMMs cost their FLOPs (an assumption, said so)
-                assert figure.value or (name in hardware.GEMM_GRIDS and figure.assumption
-                                        and hardware.GEMM_BY_FLOPS in figure.note), (device.name, name)
+                # a catalogue CPU has no GEMM grid nor one-channel convolutions: what the model does instead
+                # (GEMMs cost their FLOPs, convolutions conv_flops) is an assumption, said so
+                instead = (hardware.GEMM_BY_FLOPS if name in hardware.GEMM_GRIDS else
+                           "costs conv_flops' rate" if name == "conv_one_channel_flops" else None)
+                assert figure.value or (instead and figure.assumption and instead in figure.note), (device.name, name)
                 continue
             points = figure.value if figure.sized else ((1.0, figure.value),)
             assert all(size > 0 and rate > 0 for size, rate in points), device.name
@@ -254,16 +257,18 @@ def test_a_calibrated_cpu_keeps_its_ops_timed_one_by_one_keyed_by_op(this_profil
     assert cpu.value("op_element_seconds") == {"tanh": 1e-9, "sort": 3e-9}
     assert cpu.value("narrow_gemm_seconds") == {"2": 5e-10, "16": 2e-10}  # keyed by output columns, not by FLOPs
     assert cpu.value("loader_per_sample") == {"1": 30e-6, "64": 5e-6}  # keyed by batch size
+    assert cpu.value("conv_one_channel_flops") == {"8x1x256": 3e9, "8x1x16x16": 5e9}  # keyed by probe input
 
 
 def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_and_says_so(results_dir):
     older = made_profile("older-machine")
     for field in ("op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "loader_per_sample",
-                  "module_call_seconds"):
+                  "module_call_seconds", "conv_one_channel_flops"):
         del older["cpu"][field]
     cpu = hardware.from_profile(older, "cpu")
-    assert sorted(cpu.assumptions) == ["loader_per_sample", "module_call_seconds", "narrow_gemm_seconds",
-                                       "op_call_seconds", "op_element_seconds"]
+    assert sorted(cpu.assumptions) == ["conv_one_channel_flops", "loader_per_sample", "module_call_seconds",
+                                       "narrow_gemm_seconds", "op_call_seconds", "op_element_seconds"]
+    assert "a convolution with few input channels costs conv_flops' rate" in cpu.figures["conv_one_channel_flops"].note
     assert cpu.value("op_element_seconds") == cpu.value("narrow_gemm_seconds") == {}
     assert "these operations cost an add's time" in cpu.figures["op_call_seconds"].note
     assert "a narrow GEMM costs its FLOPs' time" in cpu.figures["narrow_gemm_seconds"].note

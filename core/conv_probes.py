@@ -1,0 +1,37 @@
+"""The convolutions `python -m core calibrate` times with one input channel (conv_one_channel_flops), a small
+model's first layer: Conv1d and Conv2d as the 16-channel probes (core.profiles.CONV_PROBES) but with one input
+channel, where a convolution's vector lanes, run across input channels, mostly idle (3-30x below the 16-channel
+rate at the same FLOPs on the AMD EPYC). The figure is keyed by the probe's input shape; its rank tells the layer."""
+from functools import lru_cache
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+CHANNELS = 16  # the input channels of core.profiles.CONV_PROBES, whose rates conv_flops holds
+# by the rank of the input: (layer, its in and out channels and kernel, padding)
+ONE_CHANNEL = {3: (torch.nn.Conv1d, (1, 32, 5), 2), 4: (torch.nn.Conv2d, (1, 32, 3), 1)}
+
+
+def one_channel(rank: int, device: str) -> torch.nn.Module:
+    layer_type, (channels, out_channels, kernel), padding = ONE_CHANNEL[rank]
+    return layer_type(channels, out_channels, kernel, padding=padding, device=device)
+
+
+@lru_cache(maxsize=64)
+def call_flops(size: str) -> tuple[int, float]:
+    """The rank of a one-channel probe's input shaped `size` ('8x1x256', '8x1x16x16') and the FLOPs of one forward
+    call of its layer on it, counted by torch.utils.flop_counter on the meta device."""
+    shape = tuple(int(d) for d in size.split("x"))
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        one_channel(len(shape), "meta")(torch.empty(shape, device="meta"))
+    return len(shape), float(counter.get_total_flops())
+
+
+def rates_by_rank(figure: dict[str, float]) -> dict[int, tuple[tuple[float, float], ...]]:
+    """conv_one_channel_flops' rates by the rank of the probe's input (3: Conv1d, 4: Conv2d), each as (FLOPs per
+    call, rate) in increasing FLOPs."""
+    rates: dict[int, dict[float, float]] = {}
+    for size, rate in figure.items():
+        rank, flops = call_flops(size)
+        rates.setdefault(rank, {})[flops] = rate
+    return {rank: tuple(sorted(found.items())) for rank, found in rates.items()}
