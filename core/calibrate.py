@@ -21,7 +21,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from core import census, conv_probes, costmodel, devices, graphs, module_probes, op_probes, profiles, results, timing, versions
+from core import (census, conv_probes, costmodel, devices, graphs, module_probes, op_probes, profiles, results, timing,
+                  versions)
 
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor

@@ -6,23 +6,23 @@ built for the meta device); a CPU from any census. Figures are read per call: a 
 operation's FLOPs per call.
 
 The rules on a GPU target, per operation call:
-- host: every operation outside a DataLoader fetch (phase loading) and a graph replay (phase graph)
-  costs the host's optimizer_op_overhead inside an optimiser's step (phase optimizer), else
-  op_overhead_autograd when it records autograd (its share of backward included), else
-  op_overhead_no_grad. An operation outside them that does work on the host (on 'cpu', not a kernel of
-  the unit's device) costs its compute there too: max(flops / rate, bytes / memory_bandwidth), the rate
-  conv_flops for a convolution (an operation with a FLOP formula and 'conv' in its name; on a host that timed
-  one-channel convolutions, conv_one_channel_flops at one input channel, log-linear in the channels up to
-  conv_flops at the 16 of its probes), matmul_flops for another formula operation and elementwise_rate for a
-  per-element one (one FLOP per element written); an operation the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...)
-  costs at least its line, op_call_seconds + op_element_seconds per element written. A GEMM (mm, addmm, bmm,
-  baddbmm) on a host that timed a grid of GEMM shapes costs the grid's time at its M x K x N (linear_seconds
-  for addmm, nn.Linear's operation, gemm_seconds for the others; a batch of GEMMs what one GEMM of all their
-  rows does), interpolated log-linearly between the shapes, the smallest shape's time below them and grown in
-  proportion to each dimension beyond them; on one that did not,
-  its FLOPs' time and at least its left operand's elements at narrow_gemm_seconds for the widest output the host
-  measured no wider than its own (a GEMM whose output has a few columns runs far below the FLOP rate). Other
-  work off the unit's device is shape inference on the meta device: it computes nothing.
+- host: every operation outside a DataLoader fetch (phase loading) and a graph replay (phase graph) costs the
+  host's optimizer_op_overhead inside an optimiser's step (phase optimizer), else op_overhead_autograd when it
+  records autograd (its share of backward included), else op_overhead_no_grad. An operation outside them that
+  does work on the host (on 'cpu', not a kernel of the unit's device) costs its compute there too: max(flops /
+  rate, bytes / memory_bandwidth), the rate conv_flops for a convolution (an operation with a FLOP formula and
+  'conv' in its name; on a host that timed one-channel convolutions, conv_one_channel_flops at one input
+  channel, log-linear in the channels up to conv_flops at the 16 of its probes), matmul_flops for another
+  formula operation and elementwise_rate for a per-element one (one FLOP per element written); an operation
+  the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...) costs at least its line,
+  op_call_seconds + op_element_seconds per element written. A GEMM (mm, addmm, bmm, baddbmm) on a host that
+  timed a grid of GEMM shapes costs the grid's time at its M x K x N (linear_seconds for addmm, nn.Linear's
+  operation, gemm_seconds for the others; a batch of GEMMs what one GEMM of all their rows does), interpolated
+  log-linearly between the shapes, the smallest shape's time below them and grown in proportion to each
+  dimension beyond them; on one that did not, its FLOPs' time and at least its left operand's elements at
+  narrow_gemm_seconds for the widest output the host measured no wider than its own (a GEMM whose output has a
+  few columns runs far below the FLOP rate). Other work off the unit's device is shape inference on the meta
+  device: it computes nothing.
 - Python no operation shows: a stretch's module calls cost module_call_seconds for their class (Linear,
   Conv1d, ReLU, ...: the module's Python beyond its operations) or module_call (a bare module's) for a class
   the host did not measure, and its optimiser steps optimizer_step each, on the host.
@@ -78,7 +78,7 @@ GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm
 GEMM_GRID = {"aten.mm": "gemm_seconds", "aten.bmm": "gemm_seconds", "aten.addmm": "linear_seconds",
              "aten.baddbmm": "gemm_seconds"}
 ONE_CHANNEL = "conv_one_channel_flops"
-CONV_WEIGHT = {"aten.convolution": 1, "aten.convolution_backward": 2}  # where a convolution's weight is among its tensors
+CONV_WEIGHT = {"aten.convolution": 1, "aten.convolution_backward": 2}  # the weight's place among a convolution's inputs
 TINY_SECONDS = 1e-12  # a grid figure's floor before its logarithm
 MISSING = object()
 

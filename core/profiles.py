@@ -123,9 +123,10 @@ FIELDS = (
 # Sized fields keyed by something other than a size: the pattern of their keys.
 OP_NAME, COUNT, CLASS_NAME = r"^[a-z_][a-z0-9_]*$", r"^[1-9][0-9]*$", r"^[A-Za-z_][A-Za-z0-9_]*$"
 SHAPE = r"^[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*$"  # a GEMM's M x K x N
-ONE_CHANNEL_INPUT = r"^[1-9][0-9]*x1(x[1-9][0-9]*){1,2}$"  # a one-channel convolution's input, N x 1 x L or N x 1 x H x W
+ONE_CHANNEL_INPUT = r"^[1-9][0-9]*x1(x[1-9][0-9]*){1,2}$"  # a one-channel convolution's input: N x 1 x L or N x 1 x H x W
 KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME,
-        "narrow_gemm_seconds": COUNT, "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE}
+        "narrow_gemm_seconds": COUNT, "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME,
+        "gemm_seconds": SHAPE, "linear_seconds": SHAPE}
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
 GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of hundreds of shapes, two figures each
 

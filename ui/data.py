@@ -8,9 +8,8 @@ import warnings
 import pandas as pd
 import streamlit as st
 
-from core import predictions
+from core import hardware, predictions, profiles, results, settings
 from core import published as published_figures
-from core import hardware, profiles, results, settings
 
 
 def _signature() -> tuple:
@@ -51,6 +50,7 @@ def records() -> list[dict]:
     return loaded
 
 
+# `calibrated` (the profiles' signature) is only part of the key: a new calibration predicts again
 @st.cache_data(show_spinner=False, max_entries=4)
 def _accuracy(signature: tuple, calibrated: tuple) -> pd.DataFrame:
     return predictions.accuracy(_load(signature)[0])

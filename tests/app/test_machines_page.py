@@ -6,8 +6,10 @@ from core import devices, profiles, settings
 from tests.helpers import page_text, render, shipped_runs
 
 NOT_CALIBRATED = "not calibrated: run `python -m core calibrate`"
+# two keys of a keyed field, as its pattern allows
 KEYS_BY_PATTERN = {profiles.OP_NAME: ("tanh", "sort"), profiles.COUNT: ("64", "256"),
-                   profiles.CLASS_NAME: ("Linear", "ReLU"), profiles.SHAPE: ("16x4x2", "1024x4x2")}  # two keys of a keyed field, as its pattern allows
+                   profiles.CLASS_NAME: ("Linear", "ReLU"), profiles.SHAPE: ("16x4x2", "1024x4x2"),
+                   profiles.ONE_CHANNEL_INPUT: ("8x1x256", "8x1x16x16")}
 
 
 def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
