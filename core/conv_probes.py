@@ -8,23 +8,32 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 CHANNELS = 16  # the input channels of core.profiles.CONV_PROBES, whose rates conv_flops holds
-# by the rank of the input: (layer, its in and out channels and kernel, padding)
+# A probe is (layer, its in and out channels and kernel, padding); these by the rank of their input
 ONE_CHANNEL = {3: (torch.nn.Conv1d, (1, 32, 5), 2), 4: (torch.nn.Conv2d, (1, 32, 3), 1)}
 
 
-def one_channel(rank: int, device: str) -> torch.nn.Module:
-    layer_type, (channels, out_channels, kernel), padding = ONE_CHANNEL[rank]
+def layer(probe: tuple, device: str) -> torch.nn.Module:
+    layer_type, (channels, out_channels, kernel), padding = probe
     return layer_type(channels, out_channels, kernel, padding=padding, device=device)
+
+
+def forward_flops(probe: tuple, shape: tuple[int, ...]) -> float:
+    """FLOPs of one forward call of a probe's layer on an input of `shape`, counted by torch.utils.flop_counter on
+    the meta device."""
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        layer(probe, "meta")(torch.empty(shape, device="meta"))
+    return float(counter.get_total_flops())
+
+
+def one_channel(rank: int, device: str) -> torch.nn.Module:
+    return layer(ONE_CHANNEL[rank], device)
 
 
 @lru_cache(maxsize=64)
 def call_flops(size: str) -> tuple[int, float]:
-    """The rank of a one-channel probe's input shaped `size` ('8x1x256', '8x1x16x16') and the FLOPs of one forward
-    call of its layer on it, counted by torch.utils.flop_counter on the meta device."""
+    """The rank of a one-channel probe's input shaped `size` ('8x1x256', '8x1x16x16') and its FLOPs per call."""
     shape = tuple(int(d) for d in size.split("x"))
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        one_channel(len(shape), "meta")(torch.empty(shape, device="meta"))
-    return len(shape), float(counter.get_total_flops())
+    return len(shape), forward_flops(ONE_CHANNEL[len(shape)], shape)
 
 
 def rates_by_rank(figure: dict[str, float]) -> dict[int, tuple[tuple[float, float], ...]]:

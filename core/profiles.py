@@ -17,7 +17,6 @@ from pathlib import Path
 
 import jsonschema
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from core import conv_probes, costmodel, devices, results, settings, versions
 
@@ -143,14 +142,13 @@ class ProfileError(ValueError):
     pass
 
 
-# calibrate's convolution probes, the layer each times: (layer, its in and out channels and kernel, padding)
+# calibrate's convolution probes, the layer each times (core.conv_probes.layer's)
 CONV_PROBES = {"conv1d_flops": (torch.nn.Conv1d, (conv_probes.CHANNELS, 32, 5), 2),
                "conv2d_flops": (torch.nn.Conv2d, (conv_probes.CHANNELS, 32, 3), 1)}
 
 
 def conv_probe(field: str, device: str) -> torch.nn.Module:
-    layer_type, (channels, out_channels, kernel), padding = CONV_PROBES[field]
-    return layer_type(channels, out_channels, kernel, padding=padding, device=device)
+    return conv_probes.layer(CONV_PROBES[field], device)
 
 
 @lru_cache(maxsize=64)
@@ -163,9 +161,7 @@ def conv_call_flops(field: str, size: str) -> float:
     if len(shape) != dims or shape[1] != channels or min(shape) < 1:
         raise ProfileError(f"{field}: size '{size[:40]}' is no {dims}-dimensional input with {channels} "
                            f"channels (N x {channels} x ...)")
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        conv_probe(field, "meta")(torch.empty(shape, device="meta"))
-    return float(counter.get_total_flops())
+    return conv_probes.forward_flops(CONV_PROBES[field], shape)
 
 
 def matmul_rates(section: dict) -> dict[float, float]:
