@@ -29,6 +29,10 @@ SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
 LOADER_FEATURES = 16
 LOADER_PASS_BATCHES, LOADER_PASSES = 256, 3  # the DataLoader per batch size: batches per pass (at most), passes
 TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's training step: Linear, ReLU, Linear
+# The nested-op probe: a one-sample GRU's forward and backward over two sequence lengths; its loop over the
+# steps issues its operations from C++, and the line between the lengths prices one of them
+NESTED_GRU, NESTED_LENGTHS = (1, 4), (4, 32)  # input and hidden features; sequence lengths
+TRANSFORMED_MLP = (1, 4, 4)  # the transformed-op probe's Linear-Tanh-Linear, one sample through torch.func.jvp
 # One sample of a short input per conv probe: a small model's layers cost what such a call costs (a fixed
 # part, forward and backward, far above its FLOPs at a larger input's rate), so the sized rates reach down to it.
 TINY_CONV_INPUTS = {"conv1d_flops": (1, 4), "conv2d_flops": (1, 2, 2)}  # batch, then length or height and width
@@ -130,15 +134,54 @@ def op_overhead(device: str, effort: Effort) -> dict:
     with torch.no_grad():
         bare = _seconds(lambda: torch.add(a, b), device, effort)
     python = python_costs(device, effort)
-    return {"op_overhead_autograd": _recording_op_seconds(bare, python, device, effort), "op_overhead_no_grad": bare,
-            **python}
+    nested = _nested_op_seconds(bare, device, effort)
+    return {"op_overhead_autograd": _recording_op_seconds(bare, nested, python, device, effort),
+            "op_overhead_nested": nested, "op_overhead_transformed": _transformed_op_seconds(bare, python, device, effort),
+            "op_overhead_no_grad": bare, **python}
 
 
-def _recording_op_seconds(bare: float, python: dict, device: str, effort: Effort) -> float:
-    """Host seconds per autograd-recording operation of a small training step (TRAINING_MLP, SGD): the step's
-    time less its module calls, its optimiser step and its other operations at their figures, over its
-    recording ones. What is left (building the graph, starting and running backward, zero_grad, the loss's
-    Python) lands on the operations a model's forward records, which is where a census finds it again."""
+def _transformed_op_seconds(bare: float, python: dict, device: str, effort: Effort) -> float:
+    """Host seconds per operation under a torch.func transform: a jvp through a one-sample Linear-Tanh-Linear
+    (TRANSFORMED_MLP), less its module calls at their figures, over its operations (functorch's work on each,
+    and its Python around them)."""
+    model = torch.nn.Sequential(torch.nn.Linear(*TRANSFORMED_MLP[:2]), torch.nn.Tanh(),
+                                torch.nn.Linear(*TRANSFORMED_MLP[1:]))
+    x = torch.rand(1, TRANSFORMED_MLP[0])
+
+    def step():
+        torch.func.jvp(model, (x,), (torch.ones_like(x),))
+    step()
+    found = census.of(step, device).summary()
+    (stretch,) = found["stretches"]
+    modules = costmodel.module_seconds(stretch, python["module_call"], python["module_call_seconds"])
+    return max((_seconds(step, device, effort) - modules) / found["operations"], bare)
+
+
+def _nested_op_seconds(bare: float, device: str, effort: Effort) -> float:
+    """Host seconds per autograd-recording operation that C++ issues (census: nested), its backward included: the
+    line through a one-sample GRU's forward and backward at two sequence lengths (NESTED_LENGTHS), less the
+    other operations it adds at a bare operation's cost, over the nested recording operations it adds."""
+    gru = torch.nn.GRU(*NESTED_GRU, batch_first=True)
+    points = []
+    for length in NESTED_LENGTHS:
+        x = torch.randn(1, length, NESTED_GRU[0])
+
+        def step():
+            gru(x)[0].sum().backward()
+        step()
+        ops = census.of(step, device).summary()["ops"]
+        nested = sum(op["calls"] for op in ops if op["autograd"] and op["nested"])
+        points.append((nested, sum(op["calls"] for op in ops) - nested, _seconds(step, device, effort)))
+    (few, few_other, few_s), (many, many_other, many_s) = points
+    return max((many_s - few_s - (many_other - few_other) * bare) / (many - few), bare)
+
+
+def _recording_op_seconds(bare: float, nested: float, python: dict, device: str, effort: Effort) -> float:
+    """Host seconds per autograd-recording operation that Python issues, of a small training step (TRAINING_MLP,
+    SGD): the step's time less its module calls, its optimiser step, the recording operations C++ issues (at
+    `nested`) and its other operations at their figures, over its recording ones that Python issues. What is
+    left (building the graph, starting and running backward, zero_grad, the loss's Python) lands on the
+    operations a model's forward issues from Python, which is where a census finds it again."""
     model = torch.nn.Sequential(torch.nn.Linear(TRAINING_MLP[0], TRAINING_MLP[1]), torch.nn.ReLU(),
                                 torch.nn.Linear(TRAINING_MLP[1], TRAINING_MLP[2]))
     x, y = torch.randn(TRAINING_BATCH, TRAINING_MLP[0]), torch.randn(TRAINING_BATCH, TRAINING_MLP[2])
@@ -151,13 +194,14 @@ def _recording_op_seconds(bare: float, python: dict, device: str, effort: Effort
     step()
     found = census.of(step, device).summary()
     recording = sum(op["calls"] for op in found["ops"] if op["autograd"])
+    issued_nested = sum(op["calls"] for op in found["ops"] if op["autograd"] and op["nested"])
     in_step = sum(op["calls"] for op in found["ops"] if op["phase"] == census.OPTIMIZER)
     (stretch,) = found["stretches"]
     modules = costmodel.module_seconds(stretch, python["module_call"], python["module_call_seconds"])
     known = ((found["operations"] - recording - in_step) * bare + in_step * python["optimizer_op_overhead"]
-             + modules + stretch["optimizer_steps"] * python["optimizer_step"])
+             + issued_nested * nested + modules + stretch["optimizer_steps"] * python["optimizer_step"])
     seconds = min(timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds).samples)
-    return max((seconds - known) / recording, bare)
+    return max((seconds - known) / (recording - issued_nested), bare)
 
 
 def python_costs(device: str, effort: Effort) -> dict:

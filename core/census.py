@@ -29,7 +29,8 @@ The meta device stands in for an accelerator: with a unit's tensors on `meta` no
 the operations that need data are answered as if every meta tensor held zeros (`.item()` is 0, a copy
 to the CPU is zeros, `nonzero` finds nothing), so the unit runs on and its syncs and copies are counted.
 
-Counts are aggregated as they come, per (operation, where, input shapes, dtypes, event, autograd, phase);
+Counts are aggregated as they come, per (operation, where, input shapes, dtypes, event, autograd, phase, nested,
+transformed);
 `Census` is also the `timing.Listener` that decides which operations belong to a sample.
 
 The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader", "graph_replays"):
@@ -43,16 +44,26 @@ The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader"
   which the default collate stacked samples (`aten.stack`) is one loader batch of as many samples as the
   largest list stacked; the `__next__` that ends the iteration stacks nothing, and a loader whose workers
   collate (num_workers > 0) does its loading in other processes, unseen.
+- nested: C++ issued the operation without a call from Python in between (the parts of a composite such as
+  F.linear's addmm after its t, an RNN's loop over its steps, the backward pass the engine runs); an operation is
+  Python's when a call from Python into PyTorch came after the operation before it (a torch function, a Tensor
+  method or operator, or any call into C, as torch.func's Python decompositions make). The Python PyTorch runs
+  on its way into a dispatch mode is not such a call (DISPATCH_PATH).
+- transformed: a torch.func transform (vmap, jvp, grad, jacfwd, jacrev) was active at the last call from Python:
+  functorch's interpreter handles each of its operations, whoever issued it.
 - Python the operations do not show: each stretch counts the optimiser steps begun in phase "step" and
   the module calls (`nn.Module.__call__`, seen by a global forward pre-hook while the census is active)
   made in phase "step", per module class (`Linear`, `ReLU`, ...); `model.forward(x)` is no module call, the
   submodules it calls are.
 - stretches: a sample's operations in order (those of the laps it names, in the order they ran), cut after
   every call that synchronises; identical stretches are kept once with how often they occur."""
+import os
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
@@ -352,6 +363,66 @@ class _Stretch:
                 tuple(sorted(self.modules.items())), self.steps)
 
 
+# Python that PyTorch runs on the way into a Python dispatch mode (for every operation, and the first time an
+# operation meets one) and imports it makes then: its calls into C++ issue no operation
+DISPATCH_PATH = tuple(os.path.join("torch", *p.split("/")) for p in (
+    "_library/", "_compile.py", "_dynamo/eval_frame.py", "utils/_python_dispatch.py")) + ("<frozen importlib",)
+
+
+class _PythonCalls(TorchFunctionMode):
+    """Marks where Python calls into PyTorch: the first operation after such a call is `fresh`; the rest until the
+    next were issued by C++ itself (a composite's parts, an RNN's loop over its steps). A call is a torch function
+    (a torch.* function, a Tensor method or operator: the mode sees those Python makes directly) or any call from
+    Python into C (a `c_call` profile event: also those made inside a torch function's own Python, such as
+    torch.func's decompositions), outside DISPATCH_PATH and while not `paused` (the census's own Python, inside its
+    dispatch). `transformed`: a torch.func transform was active at the last call."""
+    def __init__(self):
+        super().__init__()
+        self.fresh, self.transformed, self.paused, self._before = True, False, False, None
+        self._on_path: dict = {}  # code object -> whether it is on DISPATCH_PATH
+
+    def __enter__(self):
+        self._before = sys.getprofile()
+        sys.setprofile(self._event)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        sys.setprofile(self._before)
+        return super().__exit__(*exc)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self._called()
+        return func(*args, **(kwargs or {}))
+
+    def _event(self, frame, event, arg) -> None:
+        if event != "c_call" or self.paused:
+            return
+        code = frame.f_code
+        on_path = self._on_path.get(code)
+        if on_path is None:
+            on_path = self._on_path[code] = any(part in code.co_filename for part in DISPATCH_PATH)
+        if not on_path:
+            self._called()
+
+    def _called(self) -> None:
+        self.fresh = True
+        self.transformed = torch._C._are_functorch_transforms_active()
+
+
+_warm = False
+
+
+def _warm_up() -> None:
+    """The first operation a Python dispatch mode meets in a process imports what that path needs; an import's
+    Python would read as calls between the parts of the first composite a census counts. One census of an add
+    first, once per process."""
+    global _warm
+    if not _warm:
+        _warm = True
+        with Census("cpu"):
+            torch.ones(1).add(1)
+
+
 class Census(TorchDispatchMode):
     """Counts the operations run while it is active, and is the `timing.Listener` of the calls it watches:
     the operations of a lap (from `start` or the previous lap to `lap(name)`) count when the next sample
@@ -371,7 +442,8 @@ class Census(TorchDispatchMode):
         # operation id -> [calls, flops, bytes read, bytes written, bytes copied], over the counted samples
         self.total: dict[int, list[int]] = {}
         self.stretches: dict[tuple, int] = {}  # a stretch's key -> occurrences in the counted samples
-        self._keys: list[tuple] = []  # operation id -> (kind, where, shapes, dtypes, event, autograd, phase)
+        # operation id -> (kind, where, shapes, dtypes, event, autograd, phase, nested, transformed)
+        self._keys: list[tuple] = []
         self._ids: dict[tuple, int] = {}
         self._pending: list[tuple[str, dict, list[_Stretch]]] = []  # closed laps: name, counts, stretch pieces
         self._lap: dict[int, list[int]] | None = None
@@ -382,14 +454,19 @@ class Census(TorchDispatchMode):
         self._phase = STEP
         self._batch: int | None = None  # the samples of the loader batch being fetched: the largest stack
         self._module_hook = None
+        self._calls = _PythonCalls()
 
     def __enter__(self):
+        _warm_up()
         self._module_hook = torch.nn.modules.module.register_module_forward_pre_hook(self._module_called)
+        self._calls.__enter__()
         return super().__enter__()
 
     def __exit__(self, *exc):
         self._module_hook.remove()
-        return super().__exit__(*exc)
+        out = super().__exit__(*exc)
+        self._calls.__exit__(*exc)
+        return out
 
     def _module_called(self, module, args) -> None:
         if self._lap is not None and self._phase is STEP:
@@ -428,7 +505,13 @@ class Census(TorchDispatchMode):
 
     # -- the dispatch mode -----------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+        self._calls.paused = True
+        try:
+            return self._dispatch(func, args, kwargs or {})
+        finally:
+            self._calls.paused = False
+
+    def _dispatch(self, func, args, kwargs):
         kind = self._kinds.get(func, UNSEEN)
         if kind is UNSEEN:
             kind = self._kinds[func] = op_kind(func)
@@ -484,10 +567,14 @@ class Census(TorchDispatchMode):
         anchor = outputs or inputs
         where = anchor[0].device.type if anchor else "cpu"
         autograd = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
+        transformed = self._calls.transformed
+        nested = not (self._calls.fresh or transformed)
+        self._calls.fresh = False
         phase = self._phase
         if phase is LOADING and self._batch is not None and kind.name == "aten.stack":
             self._batch = max(self._batch, len(_argument(args, kwargs, 0, "tensors")))
-        key = (kind, where, tuple(t.shape for t in inputs), tuple(t.dtype for t in inputs), event, autograd, phase)
+        key = (kind, where, tuple(t.shape for t in inputs), tuple(t.dtype for t in inputs), event, autograd, phase,
+               nested, transformed)
         ident = self._ids.get(key)
         if ident is None:
             ident = self._ids[key] = len(self._keys)
@@ -568,7 +655,7 @@ class Census(TorchDispatchMode):
         how often it occurs per sample), "loader" (batches and samples) and "graph_replays"."""
         index, ops = {}, []
         for ident, (calls, flops, read, written, copied) in self.total.items():
-            kind, where, shapes, dtypes, event, autograd, phase = self._keys[ident]
+            kind, where, shapes, dtypes, event, autograd, phase, nested, transformed = self._keys[ident]
             launches = self._launches(kind, where, event)
             copy = event is not None and event is not SYNC
             index[ident] = len(ops)
@@ -579,6 +666,7 @@ class Census(TorchDispatchMode):
                 "kernel": launches and self._on_device(where), "launches": launches,
                 "flops": per_sample(flops, calls) if launches else 0, "formula": launches and kind.formula is not None,
                 "bytes": per_sample(read + written, calls) if launches else 0, "autograd": autograd, "phase": phase,
+                "nested": nested, "transformed": transformed,
                 "copy": {"direction": event[0], "pinned": event[1], "bytes": per_sample(copied, calls)} if copy else None,
                 "sync": self._syncs(where, event),
             })

@@ -7,8 +7,12 @@ operation's FLOPs per call.
 
 The rules on a GPU target, per operation call:
 - host: every operation outside a DataLoader fetch (phase loading) and a graph replay (phase graph) costs the
-  host's optimizer_op_overhead inside an optimiser's step (phase optimizer), else op_overhead_autograd when it
-  records autograd (its share of backward included), else op_overhead_no_grad. An operation outside them that
+  host's optimizer_op_overhead inside an optimiser's step (phase optimizer), else op_overhead_transformed when a
+  torch.func transform (vmap, jvp, grad, jacfwd, jacrev) is active (the census's `transformed`), else, when it
+  records autograd (its
+  share of backward included), op_overhead_nested if C++ issued it (the census's `nested`: a composite's parts,
+  an RNN's loop over its steps) or op_overhead_autograd if Python did (a census taken before it told them apart
+  counts each as Python's), else op_overhead_no_grad. An operation outside them that
   does work on the host (on 'cpu', not a kernel of the unit's device) costs its compute there too: max(flops /
   rate, bytes / memory_bandwidth), the rate conv_flops for a convolution (an operation with a FLOP formula and
   'conv' in its name; on a host that timed one-channel convolutions, conv_one_channel_flops at one input
@@ -196,7 +200,11 @@ def _kernel_cost(op: dict, gpu, dispatch: float) -> Cost:
 def _overhead(op: dict, host) -> float:
     if op["phase"] == "optimizer":
         return host.value("optimizer_op_overhead")
-    return host.value("op_overhead_autograd" if op["autograd"] else "op_overhead_no_grad")
+    if op.get("transformed"):
+        return host.value("op_overhead_transformed")
+    if not op["autograd"]:
+        return host.value("op_overhead_no_grad")
+    return host.value("op_overhead_nested" if op.get("nested") else "op_overhead_autograd")
 
 
 def _python_seconds(stretch: dict, host) -> float:
@@ -462,6 +470,9 @@ def _checked(census) -> tuple[list[dict], list[dict]]:
                               "cost model counted Python): take it again with this version")
     ops = _entries(census["ops"], "census.ops", OP_FIELDS)
     for i, op in enumerate(ops):
+        for flag in ("nested", "transformed"):  # a census taken before it told them apart has neither
+            if not _is_flag(op.get(flag, False)):
+                raise PredictionError(f"census.ops[{i}].{flag}: {_shown(op[flag])}; expected true or false")
         if op["copy"] is not None:
             _check_fields(op["copy"], f"census.ops[{i}].copy", COPY_FIELDS)
     stretches = _entries(census["stretches"], "census.stretches", STRETCH_FIELDS)

@@ -45,10 +45,18 @@ class Field:
 
 HOST, EVERY, GPU = ("cpu",), ("cpu", "cuda"), ("cuda",)
 FIELDS = (
-    Field("op_overhead_autograd", "s/op", "host time per autograd-recording op of a small training step "
-          "(Linear-ReLU-Linear, batch 64, SGD): the step's time less its module calls, optimiser step and other ops "
-          "at their figures, over its recording ops (graph building, backward, zero_grad and the loss's Python "
-          "included)", 1e-8, 1e-2, HOST),
+    Field("op_overhead_autograd", "s/op", "host time per autograd-recording op that Python issues, of a small "
+          "training step (Linear-ReLU-Linear, batch 64, SGD): the step's time less its module calls, optimiser step, "
+          "the recording ops C++ issues (op_overhead_nested) and other ops at their figures, over the recording ops "
+          "Python issues (graph building, backward, zero_grad and the loss's Python included)", 1e-8, 1e-2, HOST),
+    Field("op_overhead_nested", "s/op", "host time per autograd-recording op that C++ issues (an RNN's loop over "
+          "its steps, a composite's parts), its backward included: the line through a one-sample GRU's forward and "
+          "backward at two sequence lengths, less its other ops at op_overhead_no_grad, over the recording ops it "
+          "adds", 1e-8, 1e-2, HOST, required=False),
+    Field("op_overhead_transformed", "s/op", "host time per op under a torch.func transform (vmap, jvp, "
+          "jacfwd, ...: its interpreter's work on every op, and its Python spread over them): a jvp through a "
+          "one-sample Linear-Tanh-Linear (1, 4, 4), less its module calls, over its ops", 1e-8, 1e-2, HOST,
+          required=False),
     Field("op_overhead_no_grad", "s/op", "host time of a tiny eager op (add of two 1-element tensors) under no_grad",
           1e-8, 1e-2, HOST),
     Field("module_call", "s/call", "host time of calling an nn.Module beyond its ops (an nn.Identity, which "

@@ -29,13 +29,17 @@ BARE_OP = "op_overhead_no_grad"
 # loader figures, which the reference rule may derive first).
 DERIVABLE = {"reference": ("loader_batch1_per_sample", "loader_batched_per_sample", "op_call_seconds",
                            "op_element_seconds", "narrow_gemm_seconds"),
-             "bare_op_ratio": ("op_overhead_autograd", "module_call", "module_call_seconds", "optimizer_step",
+             "bare_op_ratio": ("op_overhead_autograd", "op_overhead_nested", "op_overhead_transformed",
+                               "module_call", "module_call_seconds", "optimizer_step",
                                "optimizer_op_overhead"),
              "loader_growth": ("loader_per_sample",),
              "matmul_ratio": ("conv_flops",)}
 RULES = tuple(DERIVABLE)
-# The profile fields a reference needs for a figure a profile does not hold under its own name
-NEEDS = {"conv_flops": ("conv1d_flops", "conv2d_flops", "matmul_flops")}
+# The profile fields a reference needs for a figure a profile does not hold under its own name, or holds with
+# another meaning in older profiles (op_overhead_autograd spread over every recording op before
+# op_overhead_nested took the ones C++ issues)
+NEEDS = {"conv_flops": ("conv1d_flops", "conv2d_flops", "matmul_flops"),
+         "op_overhead_autograd": ("op_overhead_autograd", "op_overhead_nested")}
 
 
 class DerivationError(ValueError):

@@ -1,4 +1,5 @@
 import json
+import sys
 
 import pytest
 import torch
@@ -206,7 +207,7 @@ def test_each_operation_of_a_toy_step_says_what_it_is_per_call(device):
     assert _op(found, "aten.addmm") == {
         "op": "aten.addmm", "where": device, "shapes": [[3], [8, 4], [4, 3]], "dtypes": ["float32"] * 3,
         "inputs": 3, "calls": 1, "kernel": True, "launches": True, "flops": 192, "formula": True, "bytes": 284,
-        "autograd": True, "phase": "step", "copy": None, "sync": False}
+        "autograd": True, "phase": "step", "copy": None, "sync": False, "nested": True, "transformed": False}
     backward = _op(found, "aten.mse_loss_backward")  # the engine runs the backward pass with grad mode off
     assert (backward["autograd"], backward["flops"], backward["formula"], backward["bytes"]) == (False, 24, False, 292)
     view = _op(found, "aten.view")
@@ -218,6 +219,56 @@ def test_each_operation_of_a_toy_step_says_what_it_is_per_call(device):
                                    "sync": True, "loader_batches": 0, "loader_samples": 0, "graph_replays": 0,
                                    "module_calls": 1, "module_classes": {"Linear": 1}, "optimizer_steps": 1}]
     assert found["loader"] == {"batches": 0, "samples": 0} and found["graph_replays"] == 0
+
+
+def _issued(found: dict, recording: bool = True) -> dict:
+    """Calls per (nested, transformed) among the recording operations (or the others)."""
+    counts = {}
+    for o in found["ops"]:
+        if o["autograd"] == recording:
+            key = (o["nested"], o["transformed"])
+            counts[key] = counts.get(key, 0) + o["calls"]
+    return counts
+
+
+def test_an_operation_cpp_issues_is_nested_and_one_python_issues_is_not():
+    # F.linear is one call into C++, which issues t and then addmm; an operator (x * 2) is a call each time
+    linear, x = nn.Linear(4, 3), torch.ones(2, 4)
+    found = census.of(lambda: linear(x)).summary()
+    assert [(o["op"], o["nested"]) for o in found["ops"]] == [("aten.t", False), ("aten.addmm", True)]
+    found = census.of(lambda: [x * 2 for _ in range(3)]).summary()
+    assert [(o["op"], o["calls"], o["nested"]) for o in found["ops"]] == [("aten.mul", 3, False)]
+    # a GRU's loop over its 5 steps is C++: of its recording operations only the first of each Python call
+    # (the module's flatten and its _VF.gru call, and the sum) is Python's
+    gru, xs = nn.GRU(2, 3, batch_first=True), torch.ones(1, 5, 2)
+    found = census.of(lambda: gru(xs)[0].sum().backward()).summary()
+    recording = _issued(found)
+    assert recording[(True, False)] > 10 * recording[(False, False)] and (False, True) not in recording
+    # backward runs in the engine (C++): every operation it issues after the first is nested
+    assert _issued(found, recording=False).get((False, False), 0) <= 3
+
+
+def test_operations_under_a_torch_func_transform_are_transformed_not_nested():
+    model = nn.Sequential(nn.Linear(1, 4), nn.Tanh(), nn.Linear(4, 4))
+    t = torch.ones(3, 1)
+    found = census.of(lambda: torch.func.jvp(model, (t,), (torch.ones_like(t),))).summary()
+    transformed = [o for o in found["ops"] if o["transformed"]]
+    assert transformed and not any(o["nested"] for o in transformed)
+    assert {"aten.addmm", "aten.tanh"} <= {o["op"] for o in transformed}  # the model's own operations
+    assert not any(o["transformed"] for o in census.of(lambda: model(t)).summary()["ops"])
+
+
+def test_the_census_leaves_the_profile_function_as_it_found_it():
+    def watcher(frame, event, arg):
+        pass
+    sys.setprofile(watcher)
+    try:
+        census.of(lambda: torch.ones(2) + 1)
+        assert sys.getprofile() is watcher
+    finally:
+        sys.setprofile(None)
+    census.of(lambda: torch.ones(2) + 1)
+    assert sys.getprofile() is None
 
 
 def test_stretches_are_cut_at_every_sync_and_identical_ones_kept_once_with_their_count():

@@ -9,6 +9,7 @@ from core.costmodel import PARTS, PredictionError, crossover, per_unit, predict
 US = 1e-6
 CPU_FIGURES = {
     "op_overhead_autograd": 10 * US, "op_overhead_no_grad": 5 * US,
+    "op_overhead_nested": 2 * US, "op_overhead_transformed": 6 * US,
     "module_call": 3 * US, "optimizer_step": 40 * US, "optimizer_op_overhead": 7 * US,
     "module_call_seconds": {"Linear": 4 * US, "Conv1d": 9 * US},  # beyond their ops; other classes: module_call
     # a = 62 us per batch, c = 2 us per sample: L1 = a + c = 64 us, L64 = a / 64 + c = 0.96875 + 2 us
@@ -147,6 +148,24 @@ def test_a_convolution_runs_at_the_convolution_rate_and_autograd_costs_more_over
     assert_parts(predict(census([conv], [stretch([(0, 1)])]), gpu()), parts(compute=200 * US))
     # On the CPU: 10 us + 1e9 / 5e10 = 20 ms.
     assert_parts(predict(census([conv], [stretch([(0, 1)])]), cpu()), parts(host=10 * US, compute=20e-3))
+
+
+def test_a_recording_op_costs_by_who_issued_it_python_cpp_or_a_torch_func_transform():
+    # 4 recording adds per sample, each 1 element written at 1e9/s = 1 ns (12 B / 1e10 = 1.2 ns: 1.2 ns):
+    # Python issued: 10 us; C++ issued (nested): 2 us; under a transform, recording or not: 6 us
+    cases = {(): 10 * US, ("nested",): 2 * US, ("transformed",): 6 * US, ("nested", "transformed"): 6 * US}
+    for flags, overhead in cases.items():
+        add = op(where="cpu", flops=1, bytes=12, autograd=True, **dict.fromkeys(flags, True))
+        assert_parts(predict(census([add], [stretch([(0, 4)])], device="cpu"), cpu()),
+                     parts(host=4 * overhead, compute=4 * 1.2e-9))
+    # no grad: the bare op, nested or not; a transformed one still costs the transform's figure
+    bare = op(where="cpu", nested=True)
+    assert_parts(predict(census([bare], [stretch([(0, 1)])], device="cpu"), cpu()), parts(host=5 * US))
+    under = op(where="cpu", transformed=True)
+    assert_parts(predict(census([under], [stretch([(0, 1)])], device="cpu"), cpu()), parts(host=6 * US))
+    # on a GPU the host side is the same: 2 us dispatch, and the launch 9 - 2 = 7 us beyond it
+    nested_kernel = op(autograd=True, nested=True)
+    assert_parts(predict(census([nested_kernel], [stretch([(0, 1)])]), gpu()), parts(host=2 * US, launches=7 * US))
 
 
 # Conv1d probes with one input channel: 8 x 1 x 16 is 2 x 8 x 32 x 16 x 5 = 40,960 FLOPs a call, 8 x 1 x 256
@@ -441,6 +460,8 @@ def test_crossover_is_the_smallest_value_where_the_gpu_is_faster():
     (census([op(phase="warmup")], []),
      r"census.ops\[0\].phase: 'warmup'; expected one of step, loading, graph, optimizer"),
     (census([op(flops=-1)], []), r"census.ops\[0\].flops: -1; expected a number >= 0"),
+    (census([op(nested="yes")], []), r"census.ops\[0\].nested: 'yes'; expected true or false"),
+    (census([op(transformed=1)], []), r"census.ops\[0\].transformed: 1; expected true or false"),
     (census([{"op": "aten.add"}], []), r"census.ops\[0\].where: missing"),
     (census([copy("up")], []), r"census.ops\[0\].copy.direction: 'up'; expected one of h2d, d2h, d2d"),
     (census([TINY_ADD], [stretch([(1, 1)])]), r"census.stretches\[0\].ops\[0\]: \[1, 1\] is not .* below 1"),
