@@ -59,6 +59,7 @@ The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader"
   every call that synchronises; identical stretches are kept once with how often they occur."""
 import os
 import sys
+import types
 from dataclasses import dataclass
 from typing import Callable
 
@@ -369,30 +370,34 @@ DISPATCH_PATH = tuple(os.path.join("torch", *p.split("/")) for p in (
     "_library/", "_compile.py", "_dynamo/eval_frame.py", "utils/_python_dispatch.py")) + ("<frozen importlib",)
 
 
+C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+               types.MethodWrapperType, types.GetSetDescriptorType)
+
+
 class _PythonCalls(TorchFunctionMode):
     """Marks where Python calls into PyTorch: the first operation after such a call is `fresh`; the rest until the
     next were issued by C++ itself (a composite's parts, an RNN's loop over its steps). A call is a torch function
-    (a torch.* function, a Tensor method or operator: the mode sees those Python makes directly) or any call from
-    Python into C (a `c_call` profile event: also those made inside a torch function's own Python, such as
-    torch.func's decompositions), outside DISPATCH_PATH and while not `paused` (the census's own Python, inside its
-    dispatch). `transformed`: a torch.func transform was active at the last call."""
+    (a torch.* function, a Tensor method or operator: the mode sees those Python makes) or, inside one, any call
+    from Python into C (a `c_call` profile event: the torch calls of a torch function's own Python, such as an
+    F.* function's body or torch.func's decompositions, which the mode does not see), outside DISPATCH_PATH and
+    while not `paused` (the census's own Python, inside its dispatch). The profile function is set only inside
+    a torch function: Python elsewhere (a DataLoader's, a model's) runs at its own speed. `transformed`: a
+    torch.func transform was active at the last call."""
     def __init__(self):
         super().__init__()
-        self.fresh, self.transformed, self.paused, self._before = True, False, False, None
+        self.fresh, self.transformed, self.paused = True, False, False
         self._on_path: dict = {}  # code object -> whether it is on DISPATCH_PATH
-
-    def __enter__(self):
-        self._before = sys.getprofile()
-        sys.setprofile(self._event)
-        return super().__enter__()
-
-    def __exit__(self, *exc):
-        sys.setprofile(self._before)
-        return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self._called()
-        return func(*args, **(kwargs or {}))
+        if isinstance(func, C_FUNCTIONS):  # no Python of its own
+            return func(*args, **(kwargs or {}))
+        before = sys.getprofile()
+        sys.setprofile(self._event)
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            sys.setprofile(before)
 
     def _event(self, frame, event, arg) -> None:
         if event != "c_call" or self.paused:
