@@ -152,9 +152,7 @@ def _transformed_op_seconds(bare: float, python: dict, device: str, effort: Effo
         torch.func.jvp(model, (x,), (torch.ones_like(x),))
     step()
     found = census.of(step, device).summary()
-    (stretch,) = found["stretches"]
-    modules = costmodel.module_seconds(stretch, python["module_call"], python["module_call_seconds"])
-    return max((_seconds(step, device, effort) - modules) / found["operations"], bare)
+    return max((_seconds(step, device, effort) - _module_seconds(found, python)) / found["operations"], bare)
 
 
 def _nested_op_seconds(bare: float, device: str, effort: Effort) -> float:
@@ -197,11 +195,17 @@ def _recording_op_seconds(bare: float, nested: float, python: dict, device: str,
     issued_nested = sum(op["calls"] for op in found["ops"] if op["autograd"] and op["nested"])
     in_step = sum(op["calls"] for op in found["ops"] if op["phase"] == census.OPTIMIZER)
     (stretch,) = found["stretches"]
-    modules = costmodel.module_seconds(stretch, python["module_call"], python["module_call_seconds"])
     known = ((found["operations"] - recording - in_step) * bare + in_step * python["optimizer_op_overhead"]
-             + issued_nested * nested + modules + stretch["optimizer_steps"] * python["optimizer_step"])
+             + issued_nested * nested + _module_seconds(found, python)
+             + stretch["optimizer_steps"] * python["optimizer_step"])
     seconds = min(timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds).samples)
     return max((seconds - known) / (recording - issued_nested), bare)
+
+
+def _module_seconds(found: dict, python: dict) -> float:
+    """The module calls of a one-stretch census at the figures python_costs measured."""
+    (stretch,) = found["stretches"]
+    return costmodel.module_seconds(stretch, python["module_call"], python["module_call_seconds"])
 
 
 def python_costs(device: str, effort: Effort) -> dict:

@@ -9,11 +9,10 @@ The rules on a GPU target, per operation call:
 - host: every operation outside a DataLoader fetch (phase loading) and a graph replay (phase graph) costs the
   host's optimizer_op_overhead inside an optimiser's step (phase optimizer), else op_overhead_transformed when a
   torch.func transform (vmap, jvp, grad, jacfwd, jacrev) is active (the census's `transformed`), else, when it
-  records autograd (its
-  share of backward included), op_overhead_nested if C++ issued it (the census's `nested`: a composite's parts,
-  an RNN's loop over its steps) or op_overhead_autograd if Python did (a census taken before it told them apart
-  counts each as Python's), else op_overhead_no_grad. An operation outside them that
-  does work on the host (on 'cpu', not a kernel of the unit's device) costs its compute there too: max(flops /
+  records autograd (its share of backward included), op_overhead_nested if C++ issued it (the census's
+  `nested`: a composite's parts, an RNN's loop over its steps) or op_overhead_autograd if Python did (a census
+  taken before it told them apart counts each as Python's), else op_overhead_no_grad. An operation outside them
+  that does work on the host (on 'cpu', not a kernel of the unit's device) costs its compute there too: max(flops /
   rate, bytes / memory_bandwidth), the rate conv_flops for a convolution (an operation with a FLOP formula and
   'conv' in its name; on a host that timed one-channel convolutions, conv_one_channel_flops at one input
   channel, log-linear in the channels up to conv_flops at the 16 of its probes), matmul_flops for another
