@@ -108,8 +108,8 @@ def _modest_gain(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     low, high = MODEST_GAIN
     each = ", ".join(f"{r.speedup:.2f}x at batch {r.batch_size}" for r in best.sort_values("batch_size").itertuples())
     stated = published_speedups(figures)["speedup"]
-    return Finding(low < median < high, f"As written: {each} (median {median:.2f}x; largest data size measured per "
-                                        f"batch). Published speedups (CPU time / GPU time): "
+    return Finding(low < median < high, f"As written: {each} (median {median:.2f}x; largest data size per batch). "
+                                        f"Published speedups (CPU time / GPU time): "
                                         f"{stated.min():.2f}x to {stated.max():.2f}x.")
 
 
@@ -118,7 +118,7 @@ def _gru_gain(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     stated = float(published_speedups(figures)["speedup"].iloc[0])
     best = gru["speedup"].max()
     return Finding(analysis.within_factor(best, stated, GRU_GAIN_FACTOR),
-                   f"Best measured GRU speedup (as written, over batch sizes): {best:.1f}x; published about "
+                   f"Best GRU speedup (as written, over batch sizes): {best:.1f}x; published about "
                    f"{stated:g}x. Our GRU's shape is our choice; the author's is unknown.")
 
 

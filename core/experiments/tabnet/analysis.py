@@ -76,7 +76,7 @@ def _gain_modest(rows: pd.DataFrame, published: pd.DataFrame) -> Finding:
     by_size = _by_size(_as_written_pairs(rows))
     low, high = GAIN_RANGE
     best = by_size.max()
-    return Finding(low <= best <= high, f"The best measured gain, as written, is {best:.2f}x (at batch size "
+    return Finding(low <= best <= high, f"The best gain, as written, is {best:.2f}x (at batch size "
                                         f"{by_size.idxmax()}). The write-up's ratios: {_theirs(published)}.")
 
 
