@@ -1,3 +1,6 @@
+import time
+
+import psutil
 import pytest
 import torch
 
@@ -11,6 +14,37 @@ def results_dir(tmp_path, monkeypatch):
     monkeypatch.setenv(settings.RESULTS_ENV, str(folder))
     monkeypatch.delenv(settings.READ_ONLY_ENV, raising=False)
     return folder
+
+
+RUN_EXIT_SECONDS = 60  # how long a run a test started may take to finish exiting after the test
+
+
+@pytest.fixture(autouse=True)
+def no_run_outlives_its_test():
+    """A run a test started (`python -m core ...` in a process of its own) has exited before the next test:
+    one still shutting down competes for a small machine's cores with what the next test measures (a quick
+    calibration read a Conv1d's call at 8 ms instead of 7 us). One that does not exit is killed, and the test
+    that left it fails."""
+    before = {p.pid for p in _runs()}
+    yield
+    deadline = time.monotonic() + RUN_EXIT_SECONDS
+    while (left := [p for p in _runs() if p.pid not in before]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for process in left:
+        process.kill()
+    assert not left, f"runs still going after the test, killed: {[p.pid for p in left]}"
+
+
+def _runs() -> list[psutil.Process]:
+    """This process's descendants running `python -m core` and not yet exited."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and "core" in process.cmdline()[2:3]:
+                found.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    return found
 
 
 @pytest.fixture
