@@ -343,6 +343,14 @@ def gemm_rows(profile: dict) -> list[dict]:
             for shape in plain]
 
 
+# A field whose calibration changed when another field was first measured: that field, and what the figure
+# means in a profile taken before it
+EARLIER_MEANINGS = {"op_overhead_autograd": (
+    "op_overhead_nested", "host time per autograd-recording op, of a small training step (Linear-ReLU-Linear, batch "
+    "64, SGD): the step's time less what the profile's other figures cover, over every recording op, Python's and "
+    "C++'s alike (a profile from before op_overhead_nested was measured)")}
+
+
 def rows(profile: dict) -> list[dict]:
     """The profile as table rows in display units, one per device, field and size, in FIELDS order."""
     sections = {"cpu": profile["cpu"], **profile["gpus"]}
@@ -355,8 +363,13 @@ def rows(profile: dict) -> list[dict]:
             for size, number in (value.items() if field.sized else [("", value)]):
                 shown, unit = human(number, field.unit)
                 table.append({"device": device, "field": field.name, "size": size, "value": shown, "unit": unit,
-                              "what it is": field.description})
+                              "what it is": _meaning(field, values)})
     return table
+
+
+def _meaning(field: Field, values: dict) -> str:
+    later, earlier = EARLIER_MEANINGS.get(field.name, (None, None))
+    return earlier if later and later not in values else field.description
 
 
 def busy_note(profile: dict) -> str | None:

@@ -278,6 +278,11 @@ def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_a
     assert cpu.value("op_element_seconds") == cpu.value("narrow_gemm_seconds") == {}
     assert "these operations cost an add's time" in cpu.figures["op_call_seconds"].note
     assert "a narrow GEMM costs its FLOPs' time" in cpu.figures["narrow_gemm_seconds"].note
+    # the Machines page's table says what its op_overhead_autograd meant then: every recording op, not Python's
+    meaning = {row["field"]: row["what it is"] for row in profiles.rows(older)}
+    assert "over every recording op, Python's and C++'s alike" in meaning["op_overhead_autograd"]
+    assert "over every recording op" not in {row["field"]: row["what it is"]
+                                             for row in profiles.rows(made_profile("newer"))}["op_overhead_autograd"]
 
 
 def test_a_calibrated_gpu_takes_its_graph_replay_fixed_cost_from_its_launch_when_it_lacks_one(this_profile):
