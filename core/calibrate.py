@@ -12,6 +12,7 @@ import collections
 import itertools
 import statistics
 import sys
+import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -47,6 +48,7 @@ NARROW_GEMM_LEFT, NARROW_COLUMNS = (4096, 32), (1, 2, 4, 8, 16)
 # median steadies them)
 GEMM_REPEATS, GEMM_BLOCK_SHARE = 3, 0.1
 PROBE_RETRIES = 2  # measurements again of a probe with a figure outside its sane range
+RETRY_PAUSE_S = 2.0  # the wait before each: what stalls a probe (a process exiting, a burst of other work) passes
 BARE_OPS: dict[str, float] = {}  # per device, in the pass going on
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 
@@ -517,6 +519,7 @@ def _measure(probe: Probe, device: str, effort: Effort) -> dict:
     for _ in range(PROBE_RETRIES):
         if not profiles.out_of_range(found):
             break
+        time.sleep(RETRY_PAUSE_S)
         found = probe.measure(device, effort)
     return found
 

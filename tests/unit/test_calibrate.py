@@ -42,7 +42,9 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     profiles.validate(quick_profile)
 
 
-def test_a_probe_with_a_figure_outside_its_sane_range_is_measured_again():
+def test_a_probe_with_a_figure_outside_its_sane_range_is_measured_again_after_a_pause(monkeypatch):
+    pauses = []
+    monkeypatch.setattr(calibrate.time, "sleep", pauses.append)
     readings = iter([{"module_call": 5.0, "op_call_seconds": {"tanh": 1e-6}},  # a stalled call: 5 s per module call
                      {"module_call": 1e-6, "op_call_seconds": {"tanh": 0.5}},   # a stalled op
                      {"module_call": 1e-6, "op_call_seconds": {"tanh": 1e-6}}])
@@ -50,6 +52,7 @@ def test_a_probe_with_a_figure_outside_its_sane_range_is_measured_again():
     assert profiles.out_of_range({"module_call": 5.0, "op_call_seconds": {"tanh": 0.5}}) == ["module_call",
                                                                                           "op_call_seconds"]
     assert calibrate._measure(probe, "cpu", calibrate.QUICK) == {"module_call": 1e-6, "op_call_seconds": {"tanh": 1e-6}}
+    assert pauses == [calibrate.RETRY_PAUSE_S] * 2  # before each measurement again, for the stall to pass
     stuck = calibrate.Probe("stuck", profiles.HOST, lambda device, effort: {"module_call": 5.0})
     assert calibrate._measure(stuck, "cpu", calibrate.QUICK) == {"module_call": 5.0}  # left for save to refuse
 
