@@ -152,8 +152,7 @@ def _transformed_op_seconds(bare: float, python: dict, device: str, effort: Effo
 
     def step():
         torch.func.jvp(model, (x,), (torch.ones_like(x),))
-    step()
-    found = census.of(step, device).summary()
+    found = _counted(step, device)
     return max((_seconds(step, device, effort) - _module_seconds(found, python)) / found["operations"], bare)
 
 
@@ -168,8 +167,7 @@ def _nested_op_seconds(bare: float, device: str, effort: Effort) -> float:
 
         def step():
             gru(x)[0].sum().backward()
-        step()
-        ops = census.of(step, device).summary()["ops"]
+        ops = _counted(step, device)["ops"]
         nested = sum(op["calls"] for op in ops if op["autograd"] and op["nested"])
         points.append((nested, sum(op["calls"] for op in ops) - nested, _seconds(step, device, effort)))
     (few, few_other, few_s), (many, many_other, many_s) = points
@@ -191,8 +189,7 @@ def _recording_op_seconds(bare: float, nested: float, python: dict, device: str,
         optimizer.zero_grad()
         torch.nn.functional.mse_loss(model(x), y).backward()
         optimizer.step()
-    step()
-    found = census.of(step, device).summary()
+    found = _counted(step, device)
     recording = sum(op["calls"] for op in found["ops"] if op["autograd"])
     issued_nested = sum(op["calls"] for op in found["ops"] if op["autograd"] and op["nested"])
     in_step = sum(op["calls"] for op in found["ops"] if op["phase"] == census.OPTIMIZER)

@@ -423,7 +423,7 @@ def _warm_up() -> None:
     first, once per process."""
     global _warm
     if not _warm:
-        _warm = True
+        _warm = True  # first: the census below enters here again
         with Census("cpu"):
             torch.ones(1).add(1)
 

@@ -26,7 +26,8 @@ THIS = "this"
 KINDS = ("cpu", "gpu")
 FIELDS = {
     "cpu": ("op_overhead_autograd", "op_overhead_nested", "op_overhead_transformed", "op_overhead_no_grad",
-            "module_call", "module_call_seconds", "optimizer_step", "optimizer_op_overhead", "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample",
+            "module_call", "module_call_seconds", "optimizer_step", "optimizer_op_overhead",
+            "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample",
             "matmul_flops", "conv_flops", "conv_one_channel_flops", "elementwise_rate", "memory_bandwidth",
             "op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "gemm_seconds", "linear_seconds"),
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",

@@ -36,10 +36,9 @@ DERIVABLE = {"reference": ("loader_batch1_per_sample", "loader_batched_per_sampl
              "matmul_ratio": ("conv_flops",)}
 RULES = tuple(DERIVABLE)
 # The profile fields a reference needs for a figure a profile does not hold under its own name, or holds with
-# another meaning in older profiles (op_overhead_autograd spread over every recording op before
-# op_overhead_nested took the ones C++ issues)
+# another meaning in older profiles (profiles.EARLIER_MEANINGS: before the field its meaning changed with)
 NEEDS = {"conv_flops": ("conv1d_flops", "conv2d_flops", "matmul_flops"),
-         "op_overhead_autograd": ("op_overhead_autograd", "op_overhead_nested")}
+         **{field: (field, later) for field, (later, _) in profiles.EARLIER_MEANINGS.items()}}
 
 
 class DerivationError(ValueError):

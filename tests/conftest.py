@@ -40,7 +40,7 @@ def _runs() -> list[psutil.Process]:
     found = []
     for process in psutil.Process().children(recursive=True):
         try:
-            if process.status() != psutil.STATUS_ZOMBIE and "core" in process.cmdline()[2:3]:
+            if process.status() != psutil.STATUS_ZOMBIE and process.cmdline()[1:3] == ["-m", "core"]:
                 found.append(process)
         except psutil.NoSuchProcess:
             pass
