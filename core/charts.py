@@ -106,7 +106,7 @@ NOISY, SINGLE = "noisy", "single sample"
 LOOKS = {  # how a point is drawn: filled or not, its outline, its legend text
     "measured": (True, [1, 0], "measured (filled)"),
     "measured, hollow": (False, [1, 0], "measured, noisy or a single sample (hollow)"),
-    "published": (False, [1, 0], "published (hollow)"),
+    "published": (False, [1, 0], "published (hollow, larger)"),
     "predicted": (False, [2, 2], "predicted (dotted, hollow)"),
 }
 LEGEND_GREY = "#555"
