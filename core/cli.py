@@ -78,8 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--accuracy", action="store_true",
                          help="the model checked against every measured point of every calibrated machine")
     predict.add_argument("--writeups", action="store_true",
-                         help="every published timing figure predicted on the write-up's hardware (saved for the "
-                              "Predictions page)")
+                         help="every published timing figure and GPU speedup predicted on the write-up's "
+                              "hardware (saved for the Predictions page)")
     predict.add_argument("--json", action="store_true", help="print a JSON array for scripts")
     predict.set_defaults(command=cmd_predict)
     export = sub.add_parser("export", help="write records (and their machines' calibrated profiles) into one bundle "

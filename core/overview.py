@@ -210,11 +210,16 @@ def headline(records: list[dict], predicted: pd.DataFrame | None = None) -> pd.D
 
 
 def _predicted_ratio(figure: pd.Series, predicted: pd.DataFrame | None) -> dict:
-    """The predicted CPU time over the predicted GPU time of a configuration's two figures, with the hardware."""
+    """The predicted CPU time over the predicted GPU time of a configuration's two figures, or its published
+    speedup's prediction, with the hardware."""
     ids = figure["ids"]
-    if predicted is None or not {"CPU", "GPU"} <= set(ids):
+    if predicted is None:
         return {}
     by_id = predicted.set_index("id")
+    if str(figure["quantity"]).startswith("speedup"):
+        return _predicted_speedup(by_id, ids.get("GPU"))
+    if not {"CPU", "GPU"} <= set(ids):
+        return {}
     if not {ids["CPU"], ids["GPU"]} <= set(by_id.index):
         return {}
     cpu, gpu = by_id.loc[ids["CPU"]], by_id.loc[ids["GPU"]]
@@ -223,6 +228,14 @@ def _predicted_ratio(figure: pd.Series, predicted: pd.DataFrame | None) -> dict:
     return {"ratio": float(cpu["predicted"] / gpu["predicted"]), "hardware": gpu["target"],
             "detail": f"predicted CPU {cpu['predicted']:.3g} s / GPU {gpu['predicted']:.3g} s (a model, not a "
                       "measurement)"}
+
+
+def _predicted_speedup(by_id: pd.DataFrame, figure_id: str | None) -> dict:
+    if figure_id not in by_id.index or pd.isna(by_id.loc[figure_id, "predicted"]):
+        return {}
+    found = by_id.loc[figure_id]
+    return {"ratio": float(found["predicted"]), "hardware": found["target"],
+            "detail": f"predicted speedup {found['predicted']:.3g}x: {found['how']} (a model, not a measurement)"}
 
 
 def _measured_ratios(figure: pd.Series, rows: pd.DataFrame) -> list[dict]:

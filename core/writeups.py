@@ -1,10 +1,12 @@
 """The cost model validated against the write-ups: every published timing figure (unit "s" in
-core/published.json) predicted on the hardware its write-up names, beside the published figure.
+core/published.json) and GPU speedup (unit "x") predicted on the hardware its write-up names, beside the
+published figure.
 
 Each experiment with published timing figures declares in `<package>/writeup.py` how each is replicated
 (`Replica`: the write-up's own variant, a configuration small enough to census in seconds, and the exact
 scale from one predicted sample to the published quantity, or a `Fit` through several censused sizes when
-the write-up's size is too large to census), or why it cannot be (`Unreplicated`). A GPU figure is
+the write-up's size is too large to census), or why it cannot be (`Unreplicated`); a speedup by a `Speedup`
+(one configuration's CPU and GPU sides, predicted on the write-up's CPU and GPU). A GPU figure is
 predicted from the stand-in's census (core.standin) on the write-up's GPU driven by its CPU; a CPU figure
 from the CPU's census on the write-up's CPU (core.hardware). `validate` takes each census once, however
 many figures share it; `save`/`load` keep the table under results/<machine id>/predictions/ (a subfolder:
@@ -30,6 +32,7 @@ SCHEMA_VERSION = 1
 SUBFOLDER = "predictions"
 FILE_NAME = "writeups.json"
 TIMING_UNIT = "s"
+SPEEDUP_UNIT = "x"  # a published speedup: the CPU's time over the GPU's
 WITHIN = 2.0  # a prediction within this factor of the published figure counts as close
 # A census counts operations, which torch's intra-op threads do not change: one thread keeps the CPU's censuses
 # quick on a busy machine, where threads contend.
@@ -88,20 +91,43 @@ def epochs_of_rows(epochs: int, published_rows: int, batch: int) -> EpochScale:
 
 
 @dataclass(frozen=True)
+class Speedup:
+    """How a published speedup is replicated: one configuration (`params` of `preset` with `overrides`) timed by
+    the write-up on both devices, its `cpu_variant` censused on the CPU and predicted on the write-up's CPU, its
+    `gpu_variant` on the stand-in and predicted on the write-up's GPU driven by that CPU; predicted speedup = the
+    CPU's sample over the GPU's (one unit each). `how` says which configuration stands for the write-up's."""
+    figure: str
+    cpu_variant: str
+    gpu_variant: str
+    params: dict
+    how: str
+    preset: str = "smoke"
+    overrides: dict = field(default_factory=dict)
+    method: str = ""
+
+    def points(self) -> tuple[Point, Point]:
+        """The CPU side's point, and the GPU side's on the stand-in."""
+        return (Point("cpu", self.cpu_variant, dict(self.params)),
+                Point(devices.STAND_IN, self.gpu_variant, dict(self.params)))
+
+
+@dataclass(frozen=True)
 class Unreplicated:
     """A published timing figure no prediction can stand beside, and why."""
     figure: str
     why: str
 
 
-Declaration = Replica | Unreplicated
+Declaration = Replica | Speedup | Unreplicated
 
 
 # -- the declarations -------------------------------------------------------------------------------------
-def timing_figures() -> list[dict]:
-    """Every published figure in seconds."""
-    figures = published.load()
-    return [published.entry(i) for i in figures.loc[figures["unit"] == TIMING_UNIT, "id"]]
+def figures() -> list[dict]:
+    """Every published figure in seconds, and every published speedup."""
+    found = published.load()
+    wanted = (found["unit"] == TIMING_UNIT) | ((found["unit"] == SPEEDUP_UNIT)
+                                               & found["quantity"].str.startswith("speedup"))
+    return [published.entry(i) for i in found.loc[wanted, "id"]]
 
 
 def _writeup_module(experiment: Experiment):
@@ -127,15 +153,16 @@ def declarations() -> dict[str, Declaration]:
 
 
 def replicas() -> list[tuple[dict, Declaration | None]]:
-    """Every published timing figure with its declaration (None where its experiment declares none)."""
+    """Every published figure the model predicts (`figures`) with its declaration (None where its experiment
+    declares none)."""
     declared = declarations()
-    return [(entry, declared.get(entry["id"])) for entry in timing_figures()]
+    return [(entry, declared.get(entry["id"])) for entry in figures()]
 
 
 # -- targets and censuses ---------------------------------------------------------------------------------
 def figure_target(entry: dict) -> tuple[hardware.Target, bool, str]:
-    """The hardware a figure was timed on (a GPU figure's GPU driven by the write-up's CPU, a CPU figure's CPU
-    alone), whether the catalogue assumed it (the write-up does not name it) and the catalogue's note."""
+    """The hardware a figure was timed on (a GPU figure's or a speedup's GPU driven by the write-up's CPU, a CPU
+    figure's CPU alone), whether the catalogue assumed it (the write-up does not name it) and the catalogue's note."""
     target, note = hardware.writeup_target(entry["source"])
     assumed = bool(hardware.catalogue().writeups[entry["source"]]["assumed"])
     if entry["device"] == "GPU":
@@ -205,8 +232,8 @@ def _row(entry: dict, replica: Declaration | None, target_title: str = "", assum
             "device": entry["device"], "target": target_title, "assumed": assumed, "assumption": note,
             "published": float(entry["value"]), "predicted": math.nan, "unit": entry["unit"],
             "ratio": math.nan, "within_2x": False,
-            "how": replica.how if isinstance(replica, Replica) else "",
-            "method": replica.method if isinstance(replica, Replica) else "", "error": None}
+            "how": replica.how if isinstance(replica, (Replica, Speedup)) else "",
+            "method": replica.method if isinstance(replica, (Replica, Speedup)) else "", "error": None}
 
 
 def _validated(entry: dict, replica: Declaration | None, censuses: Censuses) -> dict:
@@ -219,24 +246,39 @@ def _validated(entry: dict, replica: Declaration | None, censuses: Censuses) -> 
     experiment = experiments.get(entry["experiment"])
     try:
         config = experiment.config(replica.preset, replica.overrides)
-        samples = [costmodel.predict(_census_of(censuses.get(experiment, point, config)), target).seconds
-                   for point in census_points(replica, census_device(entry))]
+        if isinstance(replica, Speedup):
+            predicted = _speedup(replica, experiment, config, target, censuses)
+        else:
+            samples = [_sample(experiment, point, config, target, censuses)
+                       for point in census_points(replica, census_device(entry))]
+            predicted = predicted_quantity(replica, samples, entry["params"])
     except ValueError as e:  # a skipped or failed census, a census the model refuses (PredictionError)
         return row | {"error": str(e)}
-    predicted = predicted_quantity(replica, samples, entry["params"])
     ratio = predicted / row["published"]
     return row | {"predicted": predicted, "ratio": ratio, "within_2x": 1 / WITHIN <= ratio <= WITHIN}
 
 
+def _sample(experiment: Experiment, point: Point, config: dict, target: hardware.Target, censuses: Censuses) -> float:
+    return costmodel.predict(_census_of(censuses.get(experiment, point, config)), target).seconds
+
+
+def _speedup(speedup: Speedup, experiment: Experiment, config: dict, target: hardware.Target,
+             censuses: Censuses) -> float:
+    """The CPU side's predicted sample on the target's host over the GPU side's on the target."""
+    cpu, gpu = speedup.points()
+    return (_sample(experiment, cpu, config, hardware.Target(target.host), censuses)
+            / _sample(experiment, gpu, config, target, censuses))
+
+
 def validate(progress: Callable = None, take: Callable[[Experiment, Point, dict], dict] = None,
              only: Iterable[str] = None) -> pd.DataFrame:
-    """One row per published timing figure (COLUMNS; `only` these ids when given): its prediction on the
-    write-up's hardware beside the published figure. `progress(point)` is told of each census taken; `take`
+    """One row per published figure the model predicts (`figures`, COLUMNS; `only` these ids when given): its
+    prediction on the write-up's hardware beside the published figure. `progress(point)` is told of each census taken; `take`
     replaces standin.take (tests). The frame's attrs hold the seconds it took and the censuses taken."""
     wanted = None if only is None else set(only)
-    unknown = sorted((wanted or set()) - {entry["id"] for entry in timing_figures()})
+    unknown = sorted((wanted or set()) - {entry["id"] for entry in figures()})
     if unknown:
-        raise ValueError(f"only: {', '.join(unknown)} is no published timing figure")
+        raise ValueError(f"only: {', '.join(unknown)} is no published timing figure or speedup")
     started = time.perf_counter()
     censuses = Censuses(take, progress)
     frame = pd.DataFrame([_validated(entry, replica, censuses) for entry, replica in replicas()
@@ -246,10 +288,11 @@ def validate(progress: Callable = None, take: Callable[[Experiment, Point, dict]
     return frame
 
 
-def summary(frame: pd.DataFrame, device: str = "GPU") -> dict:
-    """How close the predictions of one device's figures came: how many were predicted, the share within
-    2x of the published figure, the median ratio and the worst figure (the ratio farthest from 1)."""
-    rows = frame[(frame["device"] == device) & frame["ratio"].notna()]
+def summary(frame: pd.DataFrame, device: str = "GPU", unit: str = TIMING_UNIT) -> dict:
+    """How close the predictions of one device's figures in `unit` (timings, or speedups) came: how many were
+    predicted, the share within 2x of the published figure, the median ratio and the worst figure (the ratio
+    farthest from 1)."""
+    rows = frame[(frame["device"] == device) & (frame["unit"] == unit) & frame["ratio"].notna()]
     if rows.empty:
         return {"device": device, "figures": 0, "within_2x": None, "median_ratio": None, "worst": None}
     worst = rows.loc[rows["ratio"].map(lambda r: abs(math.log(r)) if r > 0 else math.inf).idxmax()]
@@ -258,11 +301,12 @@ def summary(frame: pd.DataFrame, device: str = "GPU") -> dict:
             "worst": {"id": worst["id"], "ratio": float(worst["ratio"])}}
 
 
-def summary_text(frame: pd.DataFrame, device: str = "GPU") -> str:
-    found = summary(frame, device)
+def summary_text(frame: pd.DataFrame, device: str = "GPU", unit: str = TIMING_UNIT) -> str:
+    found = summary(frame, device, unit)
+    kind = "speedup" if unit == SPEEDUP_UNIT else "figure"
     if not found["figures"]:
-        return f"no {device} figure predicted"
-    return (f"{device}: {found['within_2x']:.0%} of {found['figures']} figures within {WITHIN:g}x, median "
+        return f"no {device} {kind} predicted"
+    return (f"{device}{' speedups' if unit == SPEEDUP_UNIT else ''}: {found['within_2x']:.0%} of {found['figures']} figures within {WITHIN:g}x, median "
             f"ratio {found['median_ratio']:.2f}, worst {found['worst']['id']} (x{found['worst']['ratio']:.2f})")
 
 
@@ -277,7 +321,7 @@ def report_text(frame: pd.DataFrame) -> str:
             continue
         lines.append(f"{row['id']:<{width}}  {row['published']:>10.4g}  {row['predicted']:>10.4g}  "
                      f"{row['ratio']:>7.2f}  {'assumed' if row['assumed'] else 'named':<8}  {row['target']}")
-    lines += [summary_text(frame, "GPU"), summary_text(frame, "CPU")]
+    lines += [summary_text(frame, "GPU"), summary_text(frame, "CPU"), summary_text(frame, "GPU", SPEEDUP_UNIT)]
     if frame.attrs.get("seconds") is not None:
         lines.append(f"{frame.attrs.get('censuses', 0)} censuses in {frame.attrs['seconds']:.0f} s")
     return "\n".join(lines)

@@ -94,10 +94,11 @@ if not accuracy.empty:
 
 # -- (b) the write-ups ------------------------------------------------------------------------------------
 st.header("The write-ups' figures, predicted")
-st.markdown(f"Every timing figure the write-ups publish, predicted on the hardware the write-up names (its GPU "
-            f"driven by its CPU; an assumption where it does not say) beside the published figure: ratio = "
-            f"predicted / published, close when within {writeups.WITHIN:g}x. Where the write-up's own method (its "
-            f"clock, its loop) explains a gap, the method column says how.")
+st.markdown(f"Every timing figure and GPU speedup the write-ups publish, predicted on the hardware the write-up "
+            f"names (its GPU driven by its CPU; an assumption where it does not say) beside the published figure: "
+            f"ratio = predicted / published, close when within {writeups.WITHIN:g}x. A speedup (unit x) is the CPU's "
+            f"predicted time over the GPU's, for one configuration. Where the write-up's own method (its clock, its "
+            f"loop) explains a gap, the method column says how.")
 with warnings.catch_warnings(record=True) as caught:  # a broken or foreign file: named with why, as for a record
     warnings.simplefilter("always", writeups.UnreadableTable)
     validation = writeups.latest()  # this machine's, else the latest another machine saved: the same hardware predicted
@@ -114,11 +115,12 @@ if validation is not None and validation.attrs.get("machine_id") != here:
 if validation is None:
     st.info(f"Not computed on {host} yet" + not_here)
 else:
-    for device in ("GPU", "CPU"):
-        found = writeups.summary(validation, device)
+    for device, unit, kind in (("GPU", writeups.TIMING_UNIT, "GPU figures"), ("CPU", writeups.TIMING_UNIT, "CPU figures"),
+                               ("GPU", writeups.SPEEDUP_UNIT, "GPU speedups")):
+        found = writeups.summary(validation, device, unit)
         if found["figures"]:
             figures, within, median, worst = st.columns(4)
-            figures.metric(f"{device} figures predicted", found["figures"])
+            figures.metric(f"{kind} predicted", found["figures"])
             within.metric(f"within {writeups.WITHIN:g}x", _share(found["within_2x"]))
             median.metric("median predicted / published", _ratio(found["median_ratio"]))
             worst.metric("worst ratio", _ratio(found["worst"]["ratio"]))

@@ -79,8 +79,10 @@ def test_only_the_latest_complete_run_of_each_preset_counts():
 
 
 def test_the_headline_holds_published_predicted_and_measured_speedups():
-    predicted = pd.DataFrame({"id": ["iris-total.cpu", "iris-total.gpu"], "device": ["CPU", "GPU"],
-                              "target": ["Some CPU", "Some GPU driven by Some CPU"], "predicted": [4.0, 2.0]})
+    predicted = pd.DataFrame({"id": ["iris-total.cpu", "iris-total.gpu", "matmul-200-speedup.gpu.size200.torch-resident"],
+                              "device": ["CPU", "GPU", "GPU"], "predicted": [4.0, 2.0, 9.0],
+                              "target": ["Some CPU", "Some GPU driven by Some CPU", "K80 driven by a MacBook"],
+                              "how": ["", "", "one product on each side"]})
     headline = overview.headline(gpu_and_cpu_machines(), predicted)
     assert set(headline["source"]) == {"published", "predicted", "measured"}
     resident = headline[headline["label"] == "matmul · size 200, torch resident"].set_index("source")
@@ -88,6 +90,10 @@ def test_the_headline_holds_published_predicted_and_measured_speedups():
     assert resident.loc["measured", "ratio"] == pytest.approx(6.0)
     assert resident.loc["measured", "series"] == f"measured on {FAKE_GPU}"
     assert "numpy on the CPU" in resident.loc["measured", "detail"]
+    # a published speedup's prediction is the predicted speedup itself
+    assert resident.loc["predicted", "ratio"] == 9.0 and resident.loc["predicted", "hardware"] == "K80 driven by a MacBook"
+    assert "one product on each side" in resident.loc["predicted", "detail"]
+    assert "predicted" not in set(headline[headline["label"] == "matmul · size 200, torch copy pageable"]["source"])
     iris = headline[headline["label"] == "iris · epochs 20000"].set_index("source")
     assert iris.loc["published", "ratio"] == pytest.approx(2.93 / 11.29)
     assert iris.loc["predicted", "ratio"] == 2.0 and iris.loc["predicted", "hardware"] == "Some GPU driven by Some CPU"

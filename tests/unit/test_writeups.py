@@ -1,5 +1,5 @@
 """The write-up validation (core/writeups.py and each experiment's writeup.py): every published timing figure
-declared, the scales by hand, validate() on stubbed censuses and predictions, the stored table."""
+and speedup declared, the scales by hand, validate() on stubbed censuses and predictions, the stored table."""
 import json
 import math
 
@@ -10,7 +10,7 @@ import torch
 from core import costmodel, devices, experiments, published, results, settings, standin, writeups
 from core.experiments.base import Point
 
-TIMING_IDS = {entry["id"] for entry in writeups.timing_figures()}
+FIGURE_IDS = {entry["id"] for entry in writeups.figures()}
 
 
 def _replica(figure_id: str) -> writeups.Replica:
@@ -20,20 +20,27 @@ def _replica(figure_id: str) -> writeups.Replica:
 
 
 # -- the declarations -------------------------------------------------------------------------------------
-def test_every_timing_figure_is_declared_once_and_only_timing_figures_are():
+def test_every_timing_figure_and_speedup_is_declared_once_and_nothing_else_is():
     declared = writeups.declarations()
-    assert set(declared) == TIMING_IDS
+    assert set(declared) == FIGURE_IDS
+    assert {entry["unit"] for entry in writeups.figures()} == {"s", "x"}
     assert all(declaration is not None for _, declaration in writeups.replicas())
-    for figure_id, declaration in declared.items():
-        assert isinstance(declaration, (writeups.Replica, writeups.Unreplicated))
+    for entry, declaration in writeups.replicas():
+        how = writeups.Speedup if entry["unit"] == "x" else writeups.Replica
+        assert isinstance(declaration, (how, writeups.Unreplicated)), entry["id"]
         if isinstance(declaration, writeups.Unreplicated):
-            assert declaration.why.strip(), figure_id
+            assert declaration.why.strip(), entry["id"]
 
 
 def test_every_replica_plans_its_points_on_the_figure_s_device():
     for entry, replica in writeups.replicas():
         experiment = experiments.get(entry["experiment"])
         config = experiment.config(replica.preset, replica.overrides)
+        if isinstance(replica, writeups.Speedup):
+            cpu, gpu = replica.points()
+            assert cpu in experiment.plan(config, ["cpu"]) and gpu in standin.points(experiment, config), entry["id"]
+            assert replica.how, entry["id"]
+            continue
         device = writeups.census_device(entry)
         planned = standin.points(experiment, config) if device == devices.STAND_IN else experiment.plan(config, [device])
         for point in writeups.census_points(replica, device):
@@ -42,7 +49,7 @@ def test_every_replica_plans_its_points_on_the_figure_s_device():
 
 
 def test_every_figure_s_target_is_the_write_up_s_hardware():
-    for entry in writeups.timing_figures():
+    for entry in writeups.figures():
         target, assumed, note = writeups.figure_target(entry)
         assert (target.gpu is not None) == (entry["device"] == "GPU")
         assert note and isinstance(assumed, bool)
@@ -109,7 +116,7 @@ def test_validate_gives_the_ratio_by_hand_and_takes_each_census_once(stubbed):
     told, threads = [], torch.get_num_threads()
     frame = writeups.validate(progress=told.append, take=take)
     assert torch.get_num_threads() == threads
-    assert list(frame.columns) == list(writeups.COLUMNS) and set(frame["id"]) == TIMING_IDS
+    assert list(frame.columns) == list(writeups.COLUMNS) and set(frame["id"]) == FIGURE_IDS
     assert len(calls) == len(set(calls)) == len(told) == frame.attrs["censuses"]
     row = frame.set_index("id").loc["cnn-10-epochs.gpu.batch_size16"]
     assert row["predicted"] == pytest.approx(0.02 * 10 * 1_000_000 / 1024)
@@ -140,19 +147,45 @@ def test_a_skipped_census_is_a_row_with_its_reason_not_a_failure(stubbed):
     assert pd.isna(frame.set_index("id").loc["iris-total.gpu", "error"])
 
 
+def test_a_speedup_is_the_cpu_side_over_the_gpu_side_each_predicted_on_its_own_hardware(stubbed, monkeypatch):
+    take, calls = stubbed
+    targets, predict = [], writeups.costmodel.predict
+    monkeypatch.setattr(writeups.costmodel, "predict", lambda census, target: targets.append(target) or predict(census, target))
+    row = writeups.validate(take=take, only=["matmul-200-speedup.gpu.size200.torch-resident"]).iloc[0]
+    assert (row["unit"], row["device"], row["published"]) == ("x", "GPU", 6.0)
+    assert row["predicted"] == pytest.approx(0.05 / 0.02) and row["ratio"] == pytest.approx(0.05 / 0.02 / 6)
+    assert [(c[1], c[2], c[3]) for c in calls] == [("cpu", "torch cpu", '{"size": 200}'),
+                                                  (devices.STAND_IN, "torch resident", '{"size": 200}')]
+    cpu, gpu = targets
+    assert cpu.gpu is None and "MacBook" in cpu.title and gpu.gpu is not None and gpu.title.startswith("K80")
+    assert "torch.matmul on the CPU" in row["how"] and row["target"] == gpu.title
+
+
+def test_the_speedups_are_summed_up_apart_from_the_timing_figures(stubbed):
+    take, _ = stubbed
+    frame = writeups.validate(take=take, only=["gru-gain.gpu.gru", "cnn-10-epochs.gpu.batch_size16"])
+    assert writeups.summary(frame)["worst"]["id"] == "cnn-10-epochs.gpu.batch_size16"
+    assert writeups.summary(frame, "GPU", "x") | {"median_ratio": None} == {
+        "device": "GPU", "figures": 1, "within_2x": 0.0, "median_ratio": None, "worst": {"id": "gru-gain.gpu.gru",
+                                                                                         "ratio": pytest.approx(0.025)}}
+    assert "GPU speedups: 0% of 1 figures within 2x" in writeups.report_text(frame)
+
+
 def test_validate_refuses_an_unknown_figure():
-    with pytest.raises(ValueError, match="gru-gain.gpu.gru is no published timing figure"):
-        writeups.validate(only=["gru-gain.gpu.gru"])
+    with pytest.raises(ValueError, match="no-such-figure is no published timing figure or speedup"):
+        writeups.validate(only=["no-such-figure"])
 
 
 def test_summary_by_hand():
-    frame = pd.DataFrame({"id": ["a", "b", "c", "d"], "device": ["GPU", "GPU", "GPU", "CPU"],
-                          "ratio": [1.5, 0.2, math.nan, 3.0], "within_2x": [True, False, False, False]})
+    frame = pd.DataFrame({"id": ["a", "b", "c", "d", "e"], "device": ["GPU", "GPU", "GPU", "CPU", "GPU"],
+                          "unit": ["s", "s", "s", "s", "x"], "ratio": [1.5, 0.2, math.nan, 3.0, 0.01],
+                          "within_2x": [True, False, False, False, False]})
     gpu = writeups.summary(frame)
     assert gpu == {"device": "GPU", "figures": 2, "within_2x": 0.5, "median_ratio": pytest.approx(0.85),
                    "worst": {"id": "b", "ratio": 0.2}}
     assert writeups.summary(frame, "CPU")["worst"] == {"id": "d", "ratio": 3.0}
     assert writeups.summary(frame[frame["device"] == "CPU"])["figures"] == 0
+    assert writeups.summary(frame, "GPU", "x")["worst"] == {"id": "e", "ratio": 0.01}
 
 
 # -- the stored table -------------------------------------------------------------------------------------
