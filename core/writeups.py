@@ -273,8 +273,8 @@ def _speedup(speedup: Speedup, experiment: Experiment, config: dict, target: har
 def validate(progress: Callable = None, take: Callable[[Experiment, Point, dict], dict] = None,
              only: Iterable[str] = None) -> pd.DataFrame:
     """One row per published figure the model predicts (`figures`, COLUMNS; `only` these ids when given): its
-    prediction on the write-up's hardware beside the published figure. `progress(point)` is told of each census taken; `take`
-    replaces standin.take (tests). The frame's attrs hold the seconds it took and the censuses taken."""
+    prediction on the write-up's hardware beside the published figure. `progress(point)` is told of each census
+    taken; `take` replaces standin.take (tests). The frame's attrs hold the seconds it took and the censuses taken."""
     wanted = None if only is None else set(only)
     unknown = sorted((wanted or set()) - {entry["id"] for entry in figures()})
     if unknown:
@@ -303,11 +303,12 @@ def summary(frame: pd.DataFrame, device: str = "GPU", unit: str = TIMING_UNIT) -
 
 def summary_text(frame: pd.DataFrame, device: str = "GPU", unit: str = TIMING_UNIT) -> str:
     found = summary(frame, device, unit)
-    kind = "speedup" if unit == SPEEDUP_UNIT else "figure"
+    speedups = unit == SPEEDUP_UNIT
     if not found["figures"]:
-        return f"no {device} {kind} predicted"
-    return (f"{device}{' speedups' if unit == SPEEDUP_UNIT else ''}: {found['within_2x']:.0%} of {found['figures']} figures within {WITHIN:g}x, median "
-            f"ratio {found['median_ratio']:.2f}, worst {found['worst']['id']} (x{found['worst']['ratio']:.2f})")
+        return f"no {device} {'speedup' if speedups else 'figure'} predicted"
+    return (f"{device}{' speedups' if speedups else ''}: {found['within_2x']:.0%} of {found['figures']} figures "
+            f"within {WITHIN:g}x, median ratio {found['median_ratio']:.2f}, worst {found['worst']['id']} "
+            f"(x{found['worst']['ratio']:.2f})")
 
 
 def report_text(frame: pd.DataFrame) -> str:

@@ -115,7 +115,8 @@ if validation is not None and validation.attrs.get("machine_id") != here:
 if validation is None:
     st.info(f"Not computed on {host} yet" + not_here)
 else:
-    for device, unit, kind in (("GPU", writeups.TIMING_UNIT, "GPU figures"), ("CPU", writeups.TIMING_UNIT, "CPU figures"),
+    for device, unit, kind in (("GPU", writeups.TIMING_UNIT, "GPU figures"),
+                               ("CPU", writeups.TIMING_UNIT, "CPU figures"),
                                ("GPU", writeups.SPEEDUP_UNIT, "GPU speedups")):
         found = writeups.summary(validation, device, unit)
         if found["figures"]:

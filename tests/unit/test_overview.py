@@ -79,7 +79,8 @@ def test_only_the_latest_complete_run_of_each_preset_counts():
 
 
 def test_the_headline_holds_published_predicted_and_measured_speedups():
-    predicted = pd.DataFrame({"id": ["iris-total.cpu", "iris-total.gpu", "matmul-200-speedup.gpu.size200.torch-resident"],
+    resident_id = "matmul-200-speedup.gpu.size200.torch-resident"
+    predicted = pd.DataFrame({"id": ["iris-total.cpu", "iris-total.gpu", resident_id],
                               "device": ["CPU", "GPU", "GPU"], "predicted": [4.0, 2.0, 9.0],
                               "target": ["Some CPU", "Some GPU driven by Some CPU", "K80 driven by a MacBook"],
                               "how": ["", "", "one product on each side"]})
@@ -91,7 +92,8 @@ def test_the_headline_holds_published_predicted_and_measured_speedups():
     assert resident.loc["measured", "series"] == f"measured on {FAKE_GPU}"
     assert "numpy on the CPU" in resident.loc["measured", "detail"]
     # a published speedup's prediction is the predicted speedup itself
-    assert resident.loc["predicted", "ratio"] == 9.0 and resident.loc["predicted", "hardware"] == "K80 driven by a MacBook"
+    assert resident.loc["predicted", "ratio"] == 9.0
+    assert resident.loc["predicted", "hardware"] == "K80 driven by a MacBook"
     assert "one product on each side" in resident.loc["predicted", "detail"]
     assert "predicted" not in set(headline[headline["label"] == "matmul · size 200, torch copy pageable"]["source"])
     iris = headline[headline["label"] == "iris · epochs 20000"].set_index("source")

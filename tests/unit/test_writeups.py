@@ -150,7 +150,8 @@ def test_a_skipped_census_is_a_row_with_its_reason_not_a_failure(stubbed):
 def test_a_speedup_is_the_cpu_side_over_the_gpu_side_each_predicted_on_its_own_hardware(stubbed, monkeypatch):
     take, calls = stubbed
     targets, predict = [], writeups.costmodel.predict
-    monkeypatch.setattr(writeups.costmodel, "predict", lambda census, target: targets.append(target) or predict(census, target))
+    monkeypatch.setattr(writeups.costmodel, "predict",
+                        lambda census, target: targets.append(target) or predict(census, target))
     row = writeups.validate(take=take, only=["matmul-200-speedup.gpu.size200.torch-resident"]).iloc[0]
     assert (row["unit"], row["device"], row["published"]) == ("x", "GPU", 6.0)
     assert row["predicted"] == pytest.approx(0.05 / 0.02) and row["ratio"] == pytest.approx(0.05 / 0.02 / 6)
