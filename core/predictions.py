@@ -100,29 +100,29 @@ NOT_PREDICTED = ("first_epoch_s",)  # start-up and warm-up: a prediction of one 
 def with_twin_metrics(predicted: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """Predicted rows with the metrics of their CPU twin (the same run, variant and point, measured on the
     CPU) that a prediction can give: a time metric (by its name's unit) scaled by predicted / measured
-    median, and what describes the point rather than its outcome (whole numbers, text, flags: steps per
-    epoch, roles, syncs per epoch). Losses and other measured figures stay empty."""
+    median, and what describes the point rather than its outcome (whole numbers, text: steps per epoch,
+    roles, syncs per epoch). Losses, flags of how the CPU ran and other measured figures stay empty."""
     if predicted.empty or rows.empty:
         return predicted
-    twins = rows[(rows["device"] == "cpu") & (rows["point_status"] == "ok")].set_index(["run_id", "variant", "point"])
     metrics = [c for c in rows.columns if c not in results.BASE_COLUMNS and c not in predicted.columns]
+    cpu = rows[(rows["device"] == "cpu") & (rows["point_status"] == "ok")]
+    twins = {(twin["run_id"], twin["variant"], twin["point"]): twin for twin in cpu.to_dict("records")}  # the last
     filled = []
-    for _, row in predicted.iterrows():
-        key = (row["run_id"], row["variant"], row["point"])
-        extra = {}
-        if key in twins.index and row["median_s"] is not None:
-            twin = twins.loc[[key]].iloc[-1]
+    for row in predicted.to_dict("records"):
+        twin = twins.get((row["run_id"], row["variant"], row["point"]))
+        if twin is not None and row["median_s"] is not None:
             scale = row["median_s"] / twin["median_s"]
-            for name in metrics:
-                extra[name] = _twin_metric(name, twin[name], scale)
-        filled.append({**row.to_dict(), **{k: v for k, v in extra.items() if v is not None}})
+            row |= {name: value for name in metrics
+                    if (value := _twin_metric(name, twin[name], scale)) is not None}
+        filled.append(row)
     return pd.DataFrame(filled)
 
 
 def _twin_metric(name: str, value, scale: float):
-    if name in NOT_PREDICTED or value is None or (isinstance(value, float) and pd.isna(value)):
+    # a flag says how the CPU ran (a fused optimiser, a CUDA graph), not what the GPU would do
+    if name in NOT_PREDICTED or value is None or isinstance(value, bool) or (isinstance(value, float) and pd.isna(value)):
         return None
-    if isinstance(value, bool) or isinstance(value, str):
+    if isinstance(value, str):
         return value
     if TIME_METRIC.search(name) and isinstance(value, (int, float)):
         return value * scale
