@@ -299,8 +299,9 @@ def _print_accuracy(as_json: bool) -> int:
         if repeated:
             print(f"  how far its measurements repeat: {repeated}")
         for _, row in part.iterrows():
-            again = ("" if math.isnan(row["measured_before_s"])
-                     else f"; the run before measured {_seconds_text(row['measured_before_s'])}")
+            again = ("; one cold call, no warm-up" if row["cold"] else "") + (
+                "" if math.isnan(row["measured_before_s"])
+                else f"; the run before measured {_seconds_text(row['measured_before_s'])}")
             print(f"  {row['experiment']} {row['variant']} {row['point']}: measured {_seconds_text(row['measured_s'])}, "
                   f"predicted {_seconds_text(row['predicted_s'])} (x{row['ratio']:.2f}{again})")
     if frame.empty:

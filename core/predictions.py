@@ -131,7 +131,8 @@ def _twin_metric(name: str, value, scale: float):
 
 # -- accuracy where a machine measured ----------------------------------------------------------------------
 ACCURACY_COLUMNS = ["experiment", "machine_id", "machine", "run_id", "device", "device_name", "variant", "point", "unit",
-                    "per_call", "measured_s", "predicted_s", "ratio", "within", "host_share", "bound", "hardware"]
+                    "per_call", "measured_s", "cold", "predicted_s", "ratio", "within", "host_share", "bound",
+                    "hardware"]
 HOST_PARTS = ("host", "launches", "loading")  # what the host spends: the terms a GPU prediction takes from its CPU
 # What bounds a predicted point, by the host's share of it: the host terms (dispatch, Python, loading) are what
 # a GPU prediction of a small workload rests on; the CPU's own compute is not carried to a GPU.
@@ -142,7 +143,8 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
     """For every measured point with a census, on a machine with a calibrated profile: the prediction for
     that machine's own device beside the measured median. `ratio` = predicted / measured; `within`: the
     ratio is within WITHIN either way; `host_share` the host's part of the predicted time and `bound` what
-    that makes the point (BOUNDS). Only each machine's latest complete run per experiment and preset
+    that makes the point (BOUNDS); `cold`: the measurement is a single first call (the run's budget left no room
+    for a warm-up), while the model predicts a warm one. Only each machine's latest complete run per experiment and preset
     (`latest_only`), so that a point counts once."""
     targets: dict[tuple[str, str], hardware.Target | None] = {}
     flat = []
@@ -170,7 +172,7 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
                          "device": row["device"], "device_name": results.device_name(record, row["device"]),
                          "variant": row["variant"], "point": results.point_text(row.get("params", {})),
                          "unit": row.get("unit"), "per_call": row.get("per_call", 1), "measured_s": row["median"],
-                         "predicted_s": predicted.seconds, "ratio": ratio, "within": within(ratio),
+                         "cold": bool(row.get("cold")), "predicted_s": predicted.seconds, "ratio": ratio, "within": within(ratio),
                          "host_share": host_share, "bound": bound(host_share), "hardware": target.title})
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
 

@@ -22,7 +22,7 @@ host = settings.this_host()  # "this server" for a visitor of a read-only view
 
 
 # The table of every point checked: what was measured, by the run before, and predicted, first
-POINT_COLUMNS = ["experiment", "machine", "variant", "point", "measured_s", "measured_before_s", "runs_apart",
+POINT_COLUMNS = ["experiment", "machine", "variant", "point", "measured_s", "cold", "measured_before_s", "runs_apart",
                  "predicted_s", "ratio", "within", "host_share", "bound", "device", "device_name", "unit", "per_call",
                  "hardware"]
 
@@ -84,6 +84,9 @@ if not accuracy.empty:
     with st.expander("Every point checked"):
         st.dataframe(predictions.with_repeats(accuracy, repeats), hide_index=True, column_order=POINT_COLUMNS,
                      column_config={"within": st.column_config.CheckboxColumn(f"within {predictions.WITHIN:g}x"),
+                                    "cold": st.column_config.CheckboxColumn(
+                                        "one cold call", help="Measured by a single first call: the run's budget left "
+                                        "no room for a warm-up. The model predicts a warm call."),
                                     "host_share": st.column_config.NumberColumn("host share", format="percent"),
                                     "measured_before_s": st.column_config.NumberColumn(
                                         "measured by the run before", format="%.3g"),

@@ -1,5 +1,7 @@
 """What bounds a checked point: the host's share of its predicted time sorts it into host-bound, mixed or
-compute-bound, and the accuracy is summarised per bound."""
+compute-bound, and the accuracy is summarised per bound. A point measured by one cold call is marked so."""
+import copy
+
 import pandas as pd
 import pytest
 
@@ -43,3 +45,18 @@ def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_
     assert main(["predict", "--accuracy"]) == 0
     out = capsys.readouterr().out
     assert out.count("Its profile was calibrated before calibrate measured") == 1
+
+
+def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(shipped_results, capsys):
+    records = copy.deepcopy(predictions._latest(results.load_records(shipped_results)))
+    rows = [row for record in records for row in record["rows"] if (row.get("census") or {}).get("stretches")]
+    for row in rows:
+        row["cold"] = False
+    rows[0]["cold"] = True
+    frame = predictions.accuracy(records)
+    assert frame["cold"].tolist() == [True] + [False] * (len(frame) - 1)
+    shipped = predictions.accuracy(results.load_records(shipped_results))
+    assert main(["predict", "--accuracy"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert shipped["cold"].any()  # the shipped jacobian's vectorized full form at val 100: one call, no warm-up
+    assert sum("; one cold call, no warm-up" in line for line in lines) == shipped["cold"].sum()
