@@ -8,6 +8,7 @@ built from FIELDS on the way in and out.
  stolen time included, less the calibration's own, over its seconds and the logical cores; profiles taken before
  this version hold the 1-minute load average per logical core as it began), "cpu": {field: value},
  "gpus": {"cuda:N": {field: value}}}; a sized field's value is {size: value}."""
+import copy
 import json
 import re
 import warnings
@@ -289,12 +290,25 @@ def read(target: Path) -> dict | None:
         return None
 
 
+# Each version of a profile file is checked once: every prediction of a page resolves its hardware again.
+_CHECKED: dict[tuple, dict] = {}
+
+
 def read_checked(target: Path) -> dict:
     """The profile in `target`, read like a record (a regular file only, never through a link, never blocking on
     a pipe) and checked, its machine id its folder's; ValueError saying what is wrong."""
-    profile = json.loads(results.read_regular_file(target)[0], parse_constant=_refuse_constant)
+    text, version = results.read_regular_file(target)
+    key = (str(target), version)
+    if key not in _CHECKED:
+        if len(_CHECKED) >= 64:
+            _CHECKED.clear()
+        _CHECKED[key] = _checked(text, target.parent.parent.name)
+    return copy.deepcopy(_CHECKED[key])
+
+
+def _checked(text: bytes, folder: str) -> dict:
+    profile = json.loads(text, parse_constant=_refuse_constant)
     validate(profile)
-    folder = target.parent.parent.name
     if profile["machine_id"] != folder:
         raise ProfileError(f"machine_id: '{profile['machine_id']}' is not its folder's '{folder}'")
     return profile

@@ -16,6 +16,21 @@ def results_dir(tmp_path, monkeypatch):
     return folder
 
 
+@pytest.fixture(autouse=True)
+def shipped_results_untouched():
+    """A test that points the app back at the shipped results (monkeypatch.undo() undoes `results_dir` too)
+    must not write there: each shipped record, profile and saved prediction is as it was before the test."""
+    before = _shipped_state()
+    yield
+    assert _shipped_state() == before, "the test changed the shipped results/"
+
+
+def _shipped_state() -> dict[str, tuple[int, int]]:
+    folder = settings.APP_ROOT / "results"
+    return {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for pattern in ("*/*.json", "*/*/*.json")
+            for p in folder.glob(pattern)}
+
+
 RUN_EXIT_SECONDS = 60  # how long a run a test started may take to finish exiting after the test
 
 

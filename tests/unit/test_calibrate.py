@@ -95,6 +95,23 @@ def test_a_profile_saves_and_loads_back_unchanged(quick_profile, results_dir):
     assert profiles.all() == {mid: profiles.load(mid)}
 
 
+def test_a_profile_is_checked_once_per_version_of_its_file_and_each_reader_gets_its_own_copy(
+        quick_profile, results_dir, monkeypatch):
+    saved = profiles.save(quick_profile)
+    assert saved.is_relative_to(results_dir)
+    checked = []
+    with monkeypatch.context() as spying:
+        spying.setattr(profiles, "validate", lambda profile: checked.append(profile["machine_id"]))
+        first = profiles.load()
+        first["cpu"]["memory_bandwidth"] = -1.0  # a reader's change reaches no other reader
+        assert profiles.load() == json.loads(json.dumps(quick_profile)) and len(checked) == 1
+    broken = copy.deepcopy(quick_profile)
+    broken["cpu"]["op_overhead_no_grad"] = 50.0
+    saved.write_text(json.dumps(broken))  # a new version of the file: checked again
+    with pytest.warns(UserWarning, match="op_overhead_no_grad"):
+        assert profiles.load() is None
+
+
 def test_a_calibration_taken_on_a_busy_machine_says_so(quick_profile):
     assert profiles.busy_note(quick_profile | {"load_per_core": 0.2}) is None
     busy = quick_profile | {"load_per_core": 3.0}
