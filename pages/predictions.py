@@ -83,7 +83,12 @@ if not accuracy.empty:
     st.altair_chart(predicted.accuracy_chart(accuracy), width="stretch")
     with st.expander("Every point checked"):
         st.dataframe(predictions.with_repeats(accuracy, repeats), hide_index=True, column_order=POINT_COLUMNS,
-                     column_config={"within": st.column_config.CheckboxColumn(f"within {predictions.WITHIN:g}x"),
+                     column_config={"measured_s": st.column_config.NumberColumn("measured (s per sample)",
+                                                                                format="%.3g"),
+                                    "predicted_s": st.column_config.NumberColumn("predicted (s per sample)",
+                                                                                 format="%.3g"),
+                                    "ratio": st.column_config.NumberColumn("predicted / measured", format="%.3g"),
+                                    "within": st.column_config.CheckboxColumn(f"within {predictions.WITHIN:g}x"),
                                     "cold": st.column_config.CheckboxColumn(
                                         "one cold call", help="Measured by a single first call: the run's budget left "
                                         "no room for a warm-up. The model predicts a warm call."),
