@@ -82,8 +82,13 @@ class EpochScale:
     how: str
 
 
+def epoch_rows(batch: int) -> int:
+    """The rows an epoch at `batch` is censused over: at least MIN_ROWS and MIN_BATCHES batches."""
+    return max(MIN_ROWS, MIN_BATCHES * batch)
+
+
 def epochs_of_rows(epochs: int, published_rows: int, batch: int) -> EpochScale:
-    rows = max(MIN_ROWS, MIN_BATCHES * batch)
+    rows = epoch_rows(batch)
     return EpochScale(rows, epochs * published_rows / rows,
                       f"{epochs} epochs x {published_rows:,} / {rows:,} rows x one predicted epoch of {rows:,} rows "
                       f"({rows // batch} batches of {batch}): an epoch's batches repeat, so {published_rows:,} rows "

@@ -4,7 +4,7 @@ steps repeat, so one epoch censused over a few steps scales to the write-up's ro
 gain (seed 000, about 100x) is one such epoch on each device."""
 from core.experiments.cnn.experiment import AS_WRITTEN
 from core.experiments.cnn.model import GRU_HIDDEN, MODELS, SEQUENCE_FEATURES, SEQUENCE_STEPS
-from core.writeups import MIN_BATCHES, MIN_ROWS, Replica, Speedup, epochs_of_rows
+from core.writeups import Replica, Speedup, epoch_rows, epochs_of_rows
 
 EPOCHS = 10  # the published figures are seconds for 10 epochs
 MNIST_BATCH = 64  # the MNIST example's default --batch-size
@@ -46,7 +46,7 @@ GRU_UNSEEN = ("The write-up names a 'multi-feature GRU' but shows neither the mo
 
 
 def gru_gain() -> Speedup:
-    rows = max(MIN_ROWS, MIN_BATCHES * GRU_BATCH)
+    rows = epoch_rows(GRU_BATCH)
     return Speedup("gru-gain.gpu.gru", AS_WRITTEN, AS_WRITTEN, {"model": "gru", "batch_size": GRU_BATCH, "rows": rows},
                    how=(f"one epoch of {rows:,} sequences ({rows // GRU_BATCH} batches of {GRU_BATCH}) on each side, "
                         f"our GRU ({SEQUENCE_FEATURES} features, {GRU_HIDDEN} hidden units, {SEQUENCE_STEPS} steps). "
