@@ -120,7 +120,9 @@ def with_twin_metrics(predicted: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFra
 
 def _twin_metric(name: str, value, scale: float):
     # a flag says how the CPU ran (a fused optimiser, a CUDA graph), not what the GPU would do
-    if name in NOT_PREDICTED or value is None or isinstance(value, bool) or (isinstance(value, float) and pd.isna(value)):
+    if name in NOT_PREDICTED or value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, float) and pd.isna(value):
         return None
     if isinstance(value, str):
         return value
@@ -143,9 +145,9 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
     """For every measured point with a census, on a machine with a calibrated profile: the prediction for
     that machine's own device beside the measured median. `ratio` = predicted / measured; `within`: the
     ratio is within WITHIN either way; `host_share` the host's part of the predicted time and `bound` what
-    that makes the point (BOUNDS); `cold`: the measurement is a single first call (the run's budget left no room
-    for a warm-up), while the model predicts a warm one. Only each machine's latest complete run per experiment and preset
-    (`latest_only`), so that a point counts once."""
+    that makes the point (BOUNDS); `cold`: the measurement is a single first call (the run's budget left no
+    room for a warm-up), while the model predicts a warm one. Only each machine's latest complete run per
+    experiment and preset (`latest_only`), so that a point counts once."""
     targets: dict[tuple[str, str], hardware.Target | None] = {}
     flat = []
     for record in _latest(records) if latest_only else records:
@@ -172,7 +174,8 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
                          "device": row["device"], "device_name": results.device_name(record, row["device"]),
                          "variant": row["variant"], "point": results.point_text(row.get("params", {})),
                          "unit": row.get("unit"), "per_call": row.get("per_call", 1), "measured_s": row["median"],
-                         "cold": bool(row.get("cold")), "predicted_s": predicted.seconds, "ratio": ratio, "within": within(ratio),
+                         "cold": bool(row.get("cold")), "predicted_s": predicted.seconds, "ratio": ratio,
+                         "within": within(ratio),
                          "host_share": host_share, "bound": bound(host_share), "hardware": target.title})
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
 

@@ -22,9 +22,9 @@ host = settings.this_host()  # "this server" for a visitor of a read-only view
 
 
 # The table of every point checked: what was measured, by the run before, and predicted, first
-POINT_COLUMNS = ["experiment", "machine", "variant", "point", "measured_s", "cold", "measured_before_s", "runs_apart",
-                 "predicted_s", "ratio", "within", "host_share", "bound", "device", "device_name", "unit", "per_call",
-                 "hardware"]
+POINT_COLUMNS = ["experiment", "machine", "variant", "point", "measured_s", "cold", "measured_before_s",
+                 "runs_apart", "predicted_s", "ratio", "within", "host_share", "bound", "device", "device_name",
+                 "unit", "per_call", "hardware"]
 
 
 def _ratio(value) -> str:
