@@ -8,7 +8,9 @@ The rules, per operation (an `OpKind` holds what its schema and tags say):
   `inplace_view` tag), allocates without writing (`empty*`), reads a scalar to the host
   (`_local_scalar_dense`, a copy rather than a kernel), returns no tensor and writes none (metadata), or
   copies between devices (a copy, counted apart). A `_foreach_` operation (`_foreach_add_`, and
-  `_fused_adam_`, which write their tensor lists and return nothing) counts as one kernel.
+  `_fused_adam_`, which write their tensor lists and return nothing) counts as one kernel; cuDNN's recurrent
+  layers (`_cudnn_rnn` and its backward, which the stand-in runs for nn.GRU, nn.LSTM and nn.RNN:
+  core.standin_rnn) as the kernels cuDNN launches per step, and their FLOPs are their GEMMs'.
 - where: an operation counts as a kernel or a sync only when its tensors live on the unit's device. A GPU
   unit's operations on CPU tensors are host work; meta tensors inside a CPU or GPU unit are shape
   inference (forward-mode AD's reference decompositions run on them); both still count as operations.
@@ -34,6 +36,7 @@ transformed);
 `Census` is also the `timing.Listener` that decides which operations belong to a sample.
 
 The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader", "graph_replays"):
+- kernels: an entry of "ops" whose calls launch more than one kernel each says how many (`kernels`, per call).
 - autograd: grad mode is on and an input requires grad when the operation is called (autograd records it).
 - phase, from the `record_function` ranges the mode sees as `profiler._record_function_enter_new` and
   `_record_function_exit` operations (matched by their handle; ranges nest): inside a DataLoader's
@@ -68,7 +71,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-from core import graphs, timing
+from core import graphs, standin_rnn, timing
 
 aten = torch.ops.aten
 RANGE_ENTER = torch.ops.profiler._record_function_enter_new
@@ -132,6 +135,7 @@ class OpKind:
     reads_written: bool          # an in-place operation reads what it mutates (add_ does, fill_ does not)
     reads_inputs: bool           # False for factories whose tensor argument gives only a shape
     syncs: Callable | None       # (args, kwargs) -> whether this call reads data to the host
+    kernels: Callable | None     # (args, kwargs) -> the kernels one call launches, when not one (cuDNN's RNN)
     copies: bool                 # may copy between devices
     shaped: str | None           # on meta tensors its outputs follow from its arguments' metadata alone:
                                  # FRESH (new tensors) or IN_PLACE (the arguments it writes, or nothing)
@@ -153,10 +157,11 @@ def op_kind(func) -> OpKind | None:
         syncs = _always
     short = packet.__name__
     outs = tuple(a.name for a in schema.arguments if a.is_out)
-    return OpKind(name=str(packet), launches=launches, formula=flop_registry.get(packet), written=written,
+    formula = flop_registry.get(packet) or standin_rnn.FORMULAS.get(packet)
+    return OpKind(name=str(packet), launches=launches, formula=formula, written=written,
                   outs=outs, reads_written=packet not in OVERWRITES and torch.Tag.nondeterministic_seeded not in func.tags,
                   reads_inputs=not (short.endswith("_like") or short.startswith("new_")),
-                  syncs=syncs, copies=packet in COPIES,
+                  syncs=syncs, kernels=standin_rnn.KERNELS.get(packet), copies=packet in COPIES,
                   shaped=_shaped(func, schema, bool(launches and not syncs and not outs and packet not in COPIES)))
 
 
@@ -586,7 +591,7 @@ class Census(TorchDispatchMode):
             self._keys.append(key)
         stats = self._lap.get(ident)
         if stats is None:
-            stats = self._lap[ident] = [0, 0, 0, 0, 0]  # calls, flops, bytes read, bytes written, bytes copied
+            stats = self._lap[ident] = [0, 0, 0, 0, 0, 0]  # calls, flops, bytes read, written, copied, kernels
         stats[0] += 1
         piece = self._piece
         piece.calls[ident] = piece.calls.get(ident, 0) + 1
@@ -603,6 +608,7 @@ class Census(TorchDispatchMode):
                          else sum(t.numel() for t in written))
             stats[2] += sum(read_bytes(t) for t in read)
             stats[3] += _written_bytes(written)
+            stats[5] += kind.kernels(args, kwargs) if kind.kernels else 1
         if self._syncs(where, event):
             piece.sync = True
             self._pieces.append(piece)
@@ -629,13 +635,13 @@ class Census(TorchDispatchMode):
         for ident, stats in self.total.items():
             _add(merged, self._keys[ident][:5], stats)
         rows = []
-        for (kind, where, shapes, dtypes, event), (calls, flops, read, written, copied) in merged.items():
+        for (kind, where, shapes, dtypes, event), (calls, flops, read, written, copied, kernels) in merged.items():
             copy = event not in (None, SYNC)
             kernel = kind.launches and not copy and self._on_device(where)
             rows.append({
                 "op": kind.name, "where": where, "shapes": [list(s) for s in shapes],
                 "dtypes": [str(d).removeprefix("torch.") for d in dtypes], "count": calls,
-                "kernels": calls if kernel else 0, "flops": flops if kernel else 0,
+                "kernels": kernels if kernel else 0, "flops": flops if kernel else 0,
                 "flop_rule": ("formula" if kind.formula else "per element") if kernel else "none",
                 "bytes_read": read if kernel else 0, "bytes_written": written if kernel else 0,
                 "syncs": calls if self._syncs(where, event) else 0,
@@ -659,7 +665,7 @@ class Census(TorchDispatchMode):
         call), "stretches" (each with its operations as [index into ops, calls per occurrence] and
         how often it occurs per sample), "loader" (batches and samples) and "graph_replays"."""
         index, ops = {}, []
-        for ident, (calls, flops, read, written, copied) in self.total.items():
+        for ident, (calls, flops, read, written, copied, kernels) in self.total.items():
             kind, where, shapes, dtypes, event, autograd, phase, nested, transformed = self._keys[ident]
             launches = self._launches(kind, where, event)
             copy = event is not None and event is not SYNC
@@ -674,7 +680,7 @@ class Census(TorchDispatchMode):
                 "nested": nested, "transformed": transformed,
                 "copy": {"direction": event[0], "pinned": event[1], "bytes": per_sample(copied, calls)} if copy else None,
                 "sync": self._syncs(where, event),
-            })
+            } | ({"kernels": per_sample(kernels, calls)} if launches and kernels != calls else {}))
         stretches, batches, loaded, replays = [], 0, 0, 0
         for key, times in self.stretches.items():
             content, sync, stretch_batches, stretch_samples, stretch_replays, modules, steps = key

@@ -32,7 +32,10 @@ The rules on a GPU target, per operation call:
 - launches: a kernel outside a graph replay costs the host what the GPU's launch_overhead (the host time
   of a whole eager operation that launches a tiny kernel) exceeds that operation's own overhead by.
 - compute: a kernel runs max(flops / rate, bytes / memory_bandwidth, shortest_kernel) on the GPU, the rate
-  conv_flops or matmul_flops as on the host; a per-element kernel has none (its bytes only). A copy
+  conv_flops or matmul_flops as on the host; a per-element kernel has none (its bytes only). An operation that
+  launches several kernels per call (the census's `kernels`: cuDNN's recurrent layers, a few per step) costs
+  its work or that many shortest kernels, whichever is longer, and that many launches (each at most what an
+  eager operation's costs) or graph nodes. A copy
   between two devices (d2d) costs what the same copy within one would: a kernel reading and writing its
   bytes.
 - graph: a replay costs graph_replay_fixed on the host (in launches), and each of its kernels (a node)
@@ -188,12 +191,13 @@ def _gpu_call(op: dict, host, gpu) -> Cost:
 def _kernel_cost(op: dict, gpu, dispatch: float) -> Cost:
     if op["copy"]:  # between two devices: read and written once each
         op = op | {"flops": 0.0, "formula": False, "bytes": 2 * op["copy"]["bytes"]}
-    device = max(_work_seconds(op, gpu, None), gpu.value("shortest_kernel"))
+    kernels = op.get("kernels", 1)
+    device = max(_work_seconds(op, gpu, None), kernels * gpu.value("shortest_kernel"))
     if op["phase"] == "graph":
-        return Cost(compute=device + gpu.value("graph_replay_per_node"))
+        return Cost(compute=device + kernels * gpu.value("graph_replay_per_node"))
     # launch_overhead is a whole eager op's host time on the GPU (what calibrate measures): its dispatch is
     # already the op's host overhead, so the launch adds what is left
-    return Cost(launches=max(0.0, gpu.value("launch_overhead") - dispatch), compute=device)
+    return Cost(launches=max(0.0, kernels * gpu.value("launch_overhead") - dispatch), compute=device)
 
 
 def _overhead(op: dict, host) -> float:
@@ -472,6 +476,9 @@ def _checked(census) -> tuple[list[dict], list[dict]]:
         for flag in ("nested", "transformed"):  # a census taken before it told them apart has neither
             if not _is_flag(op.get(flag, False)):
                 raise PredictionError(f"census.ops[{i}].{flag}: {_shown(op[flag])}; expected true or false")
+        if not (_is_amount(op.get("kernels", 1)) and op.get("kernels", 1) >= 1):
+            raise PredictionError(f"census.ops[{i}].kernels: {_shown(op['kernels'])}; expected a number >= 1 "
+                                  f"(the kernels one call launches)")
         if op["copy"] is not None:
             _check_fields(op["copy"], f"census.ops[{i}].copy", COPY_FIELDS)
     stretches = _entries(census["stretches"], "census.stretches", STRETCH_FIELDS)

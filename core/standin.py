@@ -5,7 +5,8 @@ takes to issue them. What the cost model (core.costmodel) predicts a GPU from.
 
 The stand-in plays a CUDA GPU (`devices.plays`): the experiments plan a GPU's variants, choose fused and
 capturable optimisers and CUDA graphs (a replay is the eager step inside `graphs.REPLAY_RANGE`) as they do on
-CUDA, and torch's optimisers and gradient clipping take their CUDA paths (`playing_cuda`). Operations that need
+CUDA, torch's optimisers and gradient clipping take their CUDA paths and its recurrent layers cuDNN's
+(`playing_cuda`). Operations that need
 data read meta tensors as zeros (core.census), so losses and predictions come back as zeros."""
 import sys
 from contextlib import ExitStack, contextmanager, nullcontext
@@ -15,7 +16,7 @@ from unittest import mock
 from torch.optim import optimizer as torch_optimizer
 from torch.utils import _foreach_utils
 
-from core import census, devices, timing
+from core import census, devices, standin_rnn, timing
 from core.experiments.base import Experiment, Point, RunState, SkipPoint
 
 # torch's lists of the device types that have foreach, fused and capturable optimiser kernels: its optimisers
@@ -77,9 +78,10 @@ def _prepare(workload: timing.Workload) -> None:
 @contextmanager
 def playing_cuda() -> Iterator[None]:
     """Within it, torch's optimisers and gradient clipping take for stand-in tensors the paths they take on
-    CUDA: foreach kernels by default, fused and capturable allowed. Each device list gains the stand-in in
-    every module that imported it."""
+    CUDA: foreach kernels by default, fused and capturable allowed (each device list gains the stand-in in
+    every module that imported it), and nn.GRU, nn.LSTM and nn.RNN run as one cuDNN call (core.standin_rnn)."""
     with ExitStack() as patches:
+        patches.enter_context(standin_rnn.as_cudnn())
         for home, name in DEVICE_LISTS:
             original = getattr(home, name)
 

@@ -268,6 +268,22 @@ def test_a_graph_replay_costs_a_fixed_host_part_and_each_node_on_the_device():
     assert_parts(one, parts(launches=8 * US))
 
 
+def test_an_operation_launching_several_kernels_costs_each_launch_and_at_least_each_shortest_kernel():
+    # cuDNN's GRU forward over 32 steps: 65 kernels, 1e9 GEMM FLOPs. Host 5 us (no grad); launches
+    # 65 x 9 us - 5 us = 580 us; device max(1e9 / 1e13 = 100 us, 65 x 2 us = 130 us) = 130 us: host-bound.
+    rnn = op("aten._cudnn_rnn", formula=True, flops=1e9, bytes=4e6, kernels=65)
+    assert_parts(predict(census([rnn], [stretch([(0, 1)])]), gpu()), parts(host=5 * US, launches=580 * US))
+    # 1e10 FLOPs: device 1 ms > 585 us of host: device-bound
+    heavy = rnn | {"flops": 1e10}
+    assert_parts(predict(census([heavy], [stretch([(0, 1)])]), gpu()), parts(compute=1e-3))
+    # replayed in a graph: 65 nodes x 1 us on top of its 130 us, after the 8 us replay
+    graphed = rnn | {"phase": "graph"}
+    assert_parts(predict(census([graphed], [stretch([(0, 1)], replays=1)]), gpu()), parts(compute=195 * US))
+    # without the field, one kernel: launches 9 - 5 = 4 us, device max(100 us, 2 us)
+    single = {k: v for k, v in rnn.items() if k != "kernels"}
+    assert_parts(predict(census([single], [stretch([(0, 1)])]), gpu()), parts(compute=100 * US))
+
+
 @pytest.mark.parametrize("target", [gpu(), cpu()], ids=["gpu", "cpu"])
 def test_loading_costs_the_two_loader_figures_and_not_its_operations(target):
     # a = 62 us, c = 2 us: 2 batches of 64 samples = 2 x 62 + 128 x 2 = 380 us. The collate's stack (on the
@@ -462,6 +478,8 @@ def test_crossover_is_the_smallest_value_where_the_gpu_is_faster():
     (census([op(flops=-1)], []), r"census.ops\[0\].flops: -1; expected a number >= 0"),
     (census([op(nested="yes")], []), r"census.ops\[0\].nested: 'yes'; expected true or false"),
     (census([op(transformed=1)], []), r"census.ops\[0\].transformed: 1; expected true or false"),
+    (census([op(kernels=0)], []), r"census.ops\[0\].kernels: 0; expected a number >= 1"),
+    (census([op(kernels="65")], []), r"census.ops\[0\].kernels: '65'; expected a number >= 1"),
     (census([{"op": "aten.add"}], []), r"census.ops\[0\].where: missing"),
     (census([copy("up")], []), r"census.ops\[0\].copy.direction: 'up'; expected one of h2d, d2h, d2d"),
     (census([TINY_ADD], [stretch([(1, 1)])]), r"census.stretches\[0\].ops\[0\]: \[1, 1\] is not .* below 1"),

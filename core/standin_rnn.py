@@ -1,0 +1,141 @@
+"""nn.RNN, nn.LSTM and nn.GRU on the stand-in as cuDNN runs them on CUDA.
+
+On CUDA, torch runs a recurrent layer stack as one cuDNN call (`aten._cudnn_rnn`, and `_cudnn_rnn_backward` for
+its gradients), while on the meta device it would run the layer's steps as separate operations, several per
+step, each with its own dispatch and launch. Within `as_cudnn()`, a recurrent module given stand-in tensors calls
+`_cudnn_rnn` instead, so the census counts what CUDA would run.
+
+What one call does on the GPU, per layer and direction (cuDNN's standard algorithm, as Appleyard, Kocisky and
+Blunsom describe cuDNN 5's in "Optimizing Performance of Recurrent Neural Networks on GPUs", arXiv:1604.01946):
+- forward: one GEMM for every step's input projections, then per step the recurrent GEMM of all gates and one
+  kernel fusing the element-wise work: 1 + 2 x steps kernels;
+- backward: per step one fused element-wise kernel and one recurrent GEMM, one GEMM for every step's input
+  gradients, and, when the weights need gradients, one GEMM each for the input and the recurrent weights and
+  one reduction for the biases: 2 x steps + 1 (+ 3) kernels.
+FLOPs are the GEMMs' (2 per multiply-accumulate); the element-wise work and an LSTM's projection are left out, as
+the FLOP counter leaves out a linear layer's bias. The backward's data and weight GEMMs each do what the forward's
+do. Packed sequences keep the meta device's step-by-step operations."""
+from contextlib import contextmanager
+from typing import Iterator
+from unittest import mock
+
+import torch
+from torch.nn.modules import rnn as torch_rnn
+
+from core import devices
+
+aten = torch.ops.aten
+MODES = {"rnn_relu": 0, "rnn_tanh": 1, "lstm": 2, "gru": 3}  # cuDNN's modes, by the torch._VF function
+GATES = {0: 1, 1: 1, 2: 4, 3: 3}  # per mode
+WEIGHT_GRADIENT_KERNELS = 3  # input weights' GEMM, recurrent weights' GEMM, the biases' reduction
+
+
+class _CudnnVF:
+    """torch._VF as nn.RNNBase's modules call it, their recurrent functions taking cuDNN's one call for a stand-in
+    input."""
+
+    def __getattr__(self, name: str):
+        found = getattr(torch._VF, name)
+        mode = MODES.get(name)
+        if mode is None:
+            return found
+
+        def recurrent(input, *args):
+            # a packed sequence's call has its batch sizes first, so its weights where has_biases is
+            if not devices.is_stand_in(str(input.device)) or not isinstance(args[2], bool):
+                return found(input, *args)
+            return _cudnn_rnn(mode, input, *args)
+        return recurrent
+
+
+@contextmanager
+def as_cudnn() -> Iterator[None]:
+    """Within it, nn.RNN, nn.LSTM and nn.GRU run stand-in tensors as one cuDNN call each."""
+    with mock.patch.object(torch_rnn, "_VF", _CudnnVF()):
+        yield
+
+
+_weight_buffers: dict[tuple, torch.Tensor] = {}
+
+
+def _weight_buffer(weights: list[torch.Tensor]) -> torch.Tensor:
+    """The one buffer cuDNN holds a module's weights in (nn.RNNBase flattens them into it on CUDA): made once per
+    size, on the stand-in, where it holds nothing."""
+    key = (sum(w.numel() for w in weights), weights[0].dtype)
+    if key not in _weight_buffers:
+        _weight_buffers[key] = torch.empty(key[0], dtype=key[1], device=weights[0].device)
+    return _weight_buffers[key]
+
+
+def _cudnn_rnn(mode: int, input, hx, weights, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    h, c = (hx[0], hx[1]) if mode == MODES["lstm"] else (hx, None)
+    per_layer = len(weights) // (num_layers * (2 if bidirectional else 1))
+    gates = GATES[mode]
+    hidden = weights[1].shape[0] // gates  # the recurrent weight: (gates x hidden, output size)
+    projection = weights[per_layer - 1].shape[0] if per_layer in (3, 5) else 0  # an LSTM's w_hr
+    output, hy, cy, _, _ = torch._cudnn_rnn(
+        input, weights, per_layer, _weight_buffer(weights), h, c, mode, hidden, projection, num_layers, batch_first,
+        dropout, train, bidirectional, [], None)
+    return (output, hy, cy) if mode == MODES["lstm"] else (output, hy)
+
+
+def _layers(input, weights, weight_stride0: int, mode: int, bidirectional: bool, batch_first: bool):
+    """Per layer and direction: (steps, batch, GEMM columns per step of its input and recurrent projections, gates x
+    hidden). A layer's weights: w_ih (gates x hidden, input), w_hh (gates x hidden, output), then biases and w_hr."""
+    steps, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
+    for start in range(0, len(weights), weight_stride0):
+        w_ih, w_hh = weights[start], weights[start + 1]
+        yield steps, batch, w_ih.shape[1] + w_hh.shape[1], w_ih.shape[0]
+
+
+def forward_flops(input, weights, weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size, num_layers,
+                  batch_first, dropout, train, bidirectional, *args, out_val=None, **kwargs) -> int:
+    """The GEMM FLOPs of one `aten._cudnn_rnn` call (torch.utils.flop_counter's formula signature)."""
+    return sum(2 * steps * batch * columns * rows
+               for steps, batch, columns, rows in _layers(input, weights, weight_stride0, mode, bidirectional,
+                                                          batch_first))
+
+
+def forward_kernels(args, kwargs) -> int:
+    """The kernels one `aten._cudnn_rnn` call launches: 1 + 2 x steps per layer and direction."""
+    input, weights, weight_stride0, mode, batch_first, bidirectional = (args[0], args[1], args[2], args[6], args[10],
+                                                                        args[13])
+    return sum(1 + 2 * steps for steps, *_ in _layers(input, weights, weight_stride0, mode, bidirectional,
+                                                      batch_first))
+
+
+def backward_flops(input, weights, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode,
+                   hidden_size, proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes,
+                   dropout_state, reserve, output_mask, *args, out_val=None, **kwargs) -> int:
+    """The GEMM FLOPs of one `aten._cudnn_rnn_backward` call: the forward's for the data, again for the weights."""
+    data = forward_flops(input, weights, weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size, num_layers,
+                         batch_first, dropout, train, bidirectional)
+    return data * (2 if output_mask[3] else 1)
+
+
+def backward_kernels(args, kwargs) -> int:
+    """The kernels one `aten._cudnn_rnn_backward` call launches: 2 x steps + 1 per layer and direction, and 3 more
+    when the weights need gradients."""
+    input, weights, weight_stride0, mode, batch_first, bidirectional, output_mask = (
+        args[0], args[1], args[2], args[10], args[14], args[17], args[21])
+    extra = WEIGHT_GRADIENT_KERNELS if output_mask[3] else 0
+    return sum(2 * steps + 1 + extra for steps, *_ in _layers(input, weights, weight_stride0, mode, bidirectional,
+                                                             batch_first))
+
+
+def _backward_shapes(input, weights, weight_stride0, weight_buf, hx, cx, *args):
+    """`aten._cudnn_rnn_backward` on the meta device, which torch gives no kernel for: its gradients' shapes (input,
+    hx, cx, each weight), those output_mask leaves out undefined or empty."""
+    output_mask = args[15]
+    return (torch.empty_like(input) if output_mask[0] else None,
+            torch.empty_like(hx) if output_mask[1] else None,
+            torch.empty_like(cx) if cx is not None and output_mask[2] else None,
+            [torch.empty_like(w) for w in weights] if output_mask[3] else [])
+
+
+_meta_kernels = torch.library.Library("aten", "IMPL")
+_meta_kernels.impl("_cudnn_rnn_backward", _backward_shapes, "Meta")
+
+
+FORMULAS = {aten._cudnn_rnn: forward_flops, aten._cudnn_rnn_backward: backward_flops}
+KERNELS = {aten._cudnn_rnn: forward_kernels, aten._cudnn_rnn_backward: backward_kernels}

@@ -1,0 +1,96 @@
+"""Recurrent layers on the stand-in run as cuDNN's one call per direction of travel; elsewhere as they always did.
+Expected counts are worked out by hand beside each assertion."""
+import pytest
+import torch
+from torch import nn
+
+from core import census, standin
+from core.experiments import get
+from core.experiments.base import Point
+
+STEP_OPS = {"aten.sigmoid", "aten.sigmoid_", "aten.tanh", "aten.tanh_", "aten.unsafe_chunk", "aten.unsafe_split"}
+
+
+def training_step(module: nn.Module, x: torch.Tensor) -> dict[str, dict]:
+    """The census of one forward and backward of `module` on `x` within the stand-in's CUDA play, by operation."""
+    def step():
+        out = module(x)
+        (out[0].sum() + sum(h.sum() for h in out[1:] if isinstance(h, torch.Tensor))).backward()
+    with standin.playing_cuda():
+        step()  # lazy state first, as a point's warm-up does
+        return census.of(step, x.device.type).by_op()
+
+
+def cudnn_ops(found: dict[str, dict]) -> dict[str, tuple[int, int, int]]:
+    return {name: (entry["count"], entry["kernels"], entry["flops"]) for name, entry in found.items()
+            if name.startswith("aten._cudnn_rnn")}
+
+
+def test_a_gru_on_the_stand_in_is_one_cudnn_call_each_way_with_its_steps_kernels_and_gemm_flops():
+    gru = nn.GRU(16, 64, batch_first=True, device="meta")
+    found = training_step(gru, torch.empty(512, 32, 16, device="meta"))
+    # forward: 1 input GEMM + 32 x (recurrent GEMM + fused element-wise) = 65 kernels;
+    # FLOPs 2 x 32 steps x 512 rows x (16 + 64) columns x 192 gate rows = 503,316,480
+    # backward: 32 x 2 + 1 = 65, + 3 for the weights = 68 kernels; FLOPs twice the forward's
+    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 65, 503_316_480),
+                                "aten._cudnn_rnn_backward": (1, 68, 1_006_632_960)}
+    assert not STEP_OPS & found.keys()  # no step-by-step operations left
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in gru.parameters())
+
+
+def test_a_two_layer_bidirectional_lstm_counts_every_layer_and_direction():
+    lstm = nn.LSTM(8, 32, num_layers=2, bidirectional=True, device="meta")
+    x = torch.empty(10, 4, 8, device="meta")  # 10 steps, batch 4
+    with standin.playing_cuda():
+        output, (h, c) = lstm(x)
+    assert (output.shape, h.shape, c.shape) == ((10, 4, 64), (4, 4, 32), (4, 4, 32))
+    found = training_step(lstm, x)
+    # 4 layer-directions x (1 + 2 x 10) = 84 forward kernels, 4 x (2 x 10 + 1 + 3) = 96 backward.
+    # FLOPs per layer-direction 2 x 10 x 4 x (input + 32) x 128 gate rows = 10,240 x (input + 32), layer 1's input
+    # 8, layer 2's 64 (both directions' outputs): (10,240 x 40 + 10,240 x 96) x 2 directions = 2,785,280
+    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 84, 2_785_280), "aten._cudnn_rnn_backward": (1, 96, 5_570_560)}
+
+
+def test_without_weight_gradients_the_backward_leaves_out_their_gemms():
+    rnn = nn.RNN(4, 8, device="meta").requires_grad_(False)
+    x = torch.empty(6, 2, 4, device="meta", requires_grad=True)
+    with standin.playing_cuda():
+        found = census.of(lambda: rnn(x)[0].sum().backward(), "meta").by_op()
+    # forward 1 + 2 x 6 = 13 kernels, 2 x 6 x 2 x (4 + 8) x 8 = 2,304 FLOPs; backward 2 x 6 + 1 = 13, the same FLOPs
+    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 13, 2_304), "aten._cudnn_rnn_backward": (1, 13, 2_304)}
+    assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_on_the_cpu_a_gru_computes_as_it_always_did():
+    torch.manual_seed(0)
+    gru, x = nn.GRU(3, 5, batch_first=True), torch.randn(2, 4, 3)
+    expected = gru(x)[0]
+    with standin.playing_cuda():
+        found = census.of(lambda: gru(x), "cpu")
+        assert torch.equal(gru(x)[0], expected)
+    assert "aten._cudnn_rnn" not in found.by_op() and {"aten.sigmoid_", "aten.tanh_"} <= found.by_op().keys()
+
+
+def test_outside_the_stand_in_play_a_meta_gru_keeps_its_steps():
+    gru = nn.GRU(3, 5, device="meta")
+    found = census.of(lambda: gru(torch.empty(4, 2, 3, device="meta")), "meta").by_op()
+    assert "aten._cudnn_rnn" not in found and "aten.sigmoid_" in found
+
+
+def test_the_cnns_gru_point_is_censused_as_cudnn_runs_it(one_thread):
+    cnn = get("cnn")
+    config = cnn.config("smoke", {"models": ("gru",)})
+    found = standin.take(cnn, Point("meta", "as written", {"model": "gru", "batch_size": 64, "rows": 128}), config)
+    rnn = [o for o in found["ops"] if o["op"].startswith("aten._cudnn_rnn")]
+    assert sorted((o["op"], o["calls"]) for o in rnn) == [("aten._cudnn_rnn", 2), ("aten._cudnn_rnn_backward", 2)]
+    assert all(o["kernels"] > 1 and o["formula"] for o in rnn)
+    assert all("kernels" not in o for o in found["ops"] if o not in rnn)  # every other call launches one
+
+
+@pytest.mark.parametrize("module", [nn.GRU(3, 5), nn.LSTM(3, 5)], ids=["gru", "lstm"])
+def test_a_packed_sequence_on_the_stand_in_keeps_its_steps(module):
+    packed = nn.utils.rnn.pack_padded_sequence(torch.empty(4, 2, 3, device="meta"), torch.tensor([4, 3]))
+    module = module.to("meta")
+    with standin.playing_cuda():
+        found = census.of(lambda: module(packed), "meta").by_op()
+    assert "aten._cudnn_rnn" not in found and "aten.sigmoid_" in found
