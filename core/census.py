@@ -10,7 +10,8 @@ The rules, per operation (an `OpKind` holds what its schema and tags say):
   copies between devices (a copy, counted apart). A `_foreach_` operation (`_foreach_add_`, and
   `_fused_adam_`, which write their tensor lists and return nothing) counts as one kernel; cuDNN's recurrent
   layers (`_cudnn_rnn` and its backward, which the stand-in runs for nn.GRU, nn.LSTM and nn.RNN:
-  core.standin_rnn) as the kernels cuDNN launches per step, and their FLOPs are their GEMMs'.
+  core.standin_rnn) as the kernels cuDNN launches per step, and their FLOPs are their GEMMs'; a fused GRU or
+  LSTM cell's backward as its kernel and a reduction per bias.
 - where: an operation counts as a kernel or a sync only when its tensors live on the unit's device. A GPU
   unit's operations on CPU tensors are host work; meta tensors inside a CPU or GPU unit are shape
   inference (forward-mode AD's reference decompositions run on them); both still count as operations.

@@ -79,7 +79,8 @@ def _prepare(workload: timing.Workload) -> None:
 def playing_cuda() -> Iterator[None]:
     """Within it, torch's optimisers and gradient clipping take for stand-in tensors the paths they take on
     CUDA: foreach kernels by default, fused and capturable allowed (each device list gains the stand-in in
-    every module that imported it), and nn.GRU, nn.LSTM and nn.RNN run as one cuDNN call (core.standin_rnn)."""
+    every module that imported it), nn.GRU, nn.LSTM and nn.RNN run as one cuDNN call, and nn.GRUCell and nn.LSTMCell
+    as CUDA's fused cells (core.standin_rnn)."""
     with ExitStack() as patches:
         patches.enter_context(standin_rnn.as_cudnn())
         for home, name in DEVICE_LISTS:

@@ -1,9 +1,13 @@
-"""nn.RNN, nn.LSTM and nn.GRU on the stand-in as cuDNN runs them on CUDA.
+"""nn.RNN, nn.LSTM and nn.GRU on the stand-in as cuDNN runs them on CUDA, and nn.GRUCell and nn.LSTMCell as
+torch's CUDA kernels do.
 
 On CUDA, torch runs a recurrent layer stack as one cuDNN call (`aten._cudnn_rnn`, and `_cudnn_rnn_backward` for
 its gradients), while on the meta device it would run the layer's steps as separate operations, several per
 step, each with its own dispatch and launch. Within `as_cudnn()`, a recurrent module given stand-in tensors calls
-`_cudnn_rnn` instead, so the census counts what CUDA would run.
+`_cudnn_rnn` instead, so the census counts what CUDA would run. A GRU or LSTM cell on CUDA is two GEMMs (its
+input's and its hidden state's, `matmul` with the weight transposed) and one fused element-wise kernel
+(`_thnn_fused_gru_cell`, `_thnn_fused_lstm_cell`; their backward, one kernel and a reduction per bias), all issued
+by C++ from one Python call: within `as_cudnn()` a cell given stand-in tensors runs them so.
 
 What one call does on the GPU, per layer and direction (cuDNN's standard algorithm, as Appleyard, Kocisky and
 Blunsom describe cuDNN 5's in "Optimizing Performance of Recurrent Neural Networks on GPUs", arXiv:1604.01946):
@@ -26,6 +30,7 @@ from core import devices
 
 aten = torch.ops.aten
 MODES = {"rnn_relu": 0, "rnn_tanh": 1, "lstm": 2, "gru": 3}  # cuDNN's modes, by the torch._VF function
+CELLS = ("gru_cell", "lstm_cell")  # the torch._VF cells CUDA fuses (an RNN cell it runs as on any device)
 GATES = {0: 1, 1: 1, 2: 4, 3: 3}  # per mode
 WEIGHT_GRADIENT_KERNELS = 3  # input weights' GEMM, recurrent weights' GEMM, the biases' reduction
 
@@ -37,6 +42,9 @@ class _CudnnVF:
     def __getattr__(self, name: str):
         found = getattr(torch._VF, name)
         mode = MODES.get(name)
+        if name in CELLS:
+            return lambda input, *args: (_fused_cell(name, input, *args) if devices.is_stand_in(str(input.device))
+                                         else found(input, *args))
         if mode is None:
             return found
 
@@ -77,6 +85,18 @@ def _cudnn_rnn(mode: int, input, hx, weights, has_biases, num_layers, dropout, t
         input, weights, per_layer, _weight_buffer(weights), h, c, mode, hidden, projection, num_layers, batch_first,
         dropout, train, bidirectional, [], None)
     return (output, hy, cy) if mode == MODES["lstm"] else (output, hy)
+
+
+def _fused_cell(name: str, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    # torch functions disabled: the census then counts these operations as C++'s after the one call from Python
+    # (nn.GRUCell's _VF.gru_cell), as on CUDA, where aten::gru_cell issues them
+    with torch._C.DisableTorchFunction():
+        h = hx if name == "gru_cell" else hx[0]
+        input_gates, hidden_gates = torch.matmul(input, w_ih.t()), torch.matmul(h, w_hh.t())
+        if name == "gru_cell":
+            return aten._thnn_fused_gru_cell(input_gates, hidden_gates, h, b_ih, b_hh)[0]
+        hy, cy, _ = aten._thnn_fused_lstm_cell(input_gates, hidden_gates, hx[1], b_ih, b_hh)
+        return hy, cy
 
 
 def _layers(input, weights, weight_stride0: int, mode: int, bidirectional: bool, batch_first: bool):
@@ -133,9 +153,37 @@ def _backward_shapes(input, weights, weight_stride0, weight_buf, hx, cx, *args):
             [torch.empty_like(w) for w in weights] if output_mask[3] else [])
 
 
+GRU_WORKSPACE = 5  # hidden-sized blocks CUDA's fused GRU cell keeps per row for its backward
+
+
+def _gru_cell_shapes(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
+    """`aten._thnn_fused_gru_cell` on the meta device: the new hidden state and the workspace."""
+    return torch.empty_like(hx), hx.new_empty((hx.shape[0], hx.shape[1] * GRU_WORKSPACE))
+
+
+def _gru_cell_backward_shapes(grad_hy, workspace, has_bias):
+    """`aten._thnn_fused_gru_cell_backward` on the meta device: the gradients of both gates, of hx and of the
+    biases (empty without them)."""
+    rows, hidden = grad_hy.shape
+    gates = grad_hy.new_empty((rows, 3 * hidden))
+    bias = grad_hy.new_empty((3 * hidden,) if has_bias else (0,))
+    return gates, torch.empty_like(gates), torch.empty_like(grad_hy), bias, torch.empty_like(bias)
+
+
+def cell_backward_kernels(args, kwargs) -> int:
+    """A fused cell's backward on CUDA: its kernel, and a reduction for each bias's gradient (the GRU's two, the
+    LSTM's one)."""
+    has_bias = args[-1]
+    return 1 + (2 if len(args) == 3 else 1) * bool(has_bias)
+
+
 _meta_kernels = torch.library.Library("aten", "IMPL")
 _meta_kernels.impl("_cudnn_rnn_backward", _backward_shapes, "Meta")
+_meta_kernels.impl("_thnn_fused_gru_cell", _gru_cell_shapes, "Meta")
+_meta_kernels.impl("_thnn_fused_gru_cell_backward", _gru_cell_backward_shapes, "Meta")
 
 
 FORMULAS = {aten._cudnn_rnn: forward_flops, aten._cudnn_rnn_backward: backward_flops}
-KERNELS = {aten._cudnn_rnn: forward_kernels, aten._cudnn_rnn_backward: backward_kernels}
+KERNELS = {aten._cudnn_rnn: forward_kernels, aten._cudnn_rnn_backward: backward_kernels,
+           aten._thnn_fused_gru_cell_backward: cell_backward_kernels,
+           aten._thnn_fused_lstm_cell_backward_impl: cell_backward_kernels}

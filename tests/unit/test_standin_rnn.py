@@ -1,5 +1,5 @@
-"""Recurrent layers on the stand-in run as cuDNN's one call per direction of travel; elsewhere as they always did.
-Expected counts are worked out by hand beside each assertion."""
+"""Recurrent layers on the stand-in run as cuDNN's one call each way, cells as CUDA's fused kernels; elsewhere as they
+always did. Expected counts are worked out by hand beside each assertion."""
 import pytest
 import torch
 from torch import nn
@@ -61,6 +61,48 @@ def test_without_weight_gradients_the_backward_leaves_out_their_gemms():
     assert x.grad is not None and x.grad.shape == x.shape
 
 
+def cell_steps(cell: nn.Module, steps: int = 3) -> census.Census:
+    """The census of `steps` calls of a cell on the stand-in, each given the last one's state, and a backward."""
+    x = torch.empty(4, 8, device="meta")
+
+    def step():
+        state = cell(x)
+        for _ in range(steps - 1):
+            state = cell(x, state)
+        (state if isinstance(state, torch.Tensor) else state[0]).sum().backward()
+    with standin.playing_cuda():
+        step()
+        return census.of(step, "meta")
+
+
+@pytest.mark.parametrize("bias, backward_kernels", [(True, 3), (False, 1)], ids=["bias", "no bias"])
+def test_a_gru_cell_on_the_stand_in_is_two_gemms_and_one_fused_kernel_each_way(bias, backward_kernels):
+    cell = nn.GRUCell(8, 16, bias=bias, device="meta")
+    found = cell_steps(cell).by_op()
+    # per call: the input's and the hidden state's GEMMs and the fused cell; backward: the fused kernel and, with
+    # biases, a reduction for each; the hidden GEMM's gradients come back as GEMMs too
+    assert (found["aten._thnn_fused_gru_cell"]["count"], found["aten._thnn_fused_gru_cell"]["kernels"]) == (3, 3)
+    assert found["aten._thnn_fused_gru_cell_backward"]["kernels"] == 3 * backward_kernels
+    assert found["aten.mm"]["count"] >= 6 and not STEP_OPS & found.keys()
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in cell.parameters())
+
+
+def test_a_cells_operations_are_cs_after_its_one_call_from_python():
+    ops = [(o["op"], o["nested"]) for o in cell_steps(nn.GRUCell(8, 16, device="meta"), steps=1).summary()["ops"]]
+    # nn.GRUCell's _VF.gru_cell is the call from Python: its first operation is Python's, the rest C++'s
+    assert ops[:5] == [("aten.zeros", False), ("aten.t", False), ("aten.mm", True), ("aten.t", True), ("aten.mm", True)]
+    assert ("aten._thnn_fused_gru_cell", True) in ops
+
+
+def test_an_lstm_cell_on_the_stand_in_is_fused_with_a_reduction_for_its_bias():
+    cell = nn.LSTMCell(8, 16, device="meta")
+    found = cell_steps(cell).by_op()
+    assert found["aten._thnn_fused_lstm_cell"]["count"] == 3
+    assert (found["aten._thnn_fused_lstm_cell_backward_impl"]["count"],
+            found["aten._thnn_fused_lstm_cell_backward_impl"]["kernels"]) == (3, 6)
+    assert not STEP_OPS & found.keys()
+
+
 def test_on_the_cpu_a_gru_computes_as_it_always_did():
     torch.manual_seed(0)
     gru, x = nn.GRU(3, 5, batch_first=True), torch.randn(2, 4, 3)
@@ -69,6 +111,10 @@ def test_on_the_cpu_a_gru_computes_as_it_always_did():
         found = census.of(lambda: gru(x), "cpu")
         assert torch.equal(gru(x)[0], expected)
     assert "aten._cudnn_rnn" not in found.by_op() and {"aten.sigmoid_", "aten.tanh_"} <= found.by_op().keys()
+    cell, h = nn.LSTMCell(3, 5), torch.randn(2, 5)
+    expected = cell(x[:, 0], (h, h))
+    with standin.playing_cuda():
+        assert all(torch.equal(a, b) for a, b in zip(cell(x[:, 0], (h, h)), expected))
 
 
 def test_outside_the_stand_in_play_a_meta_gru_keeps_its_steps():
