@@ -34,8 +34,9 @@ The rules on a GPU target, per operation call:
 - compute: a kernel runs max(flops / rate, bytes / memory_bandwidth, shortest_kernel) on the GPU, the rate
   conv_flops or matmul_flops as on the host; a per-element kernel has none (its bytes only). An operation that
   launches several kernels per call (the census's `kernels`: cuDNN's recurrent layers, a few per step) costs
-  its work or that many shortest kernels, whichever is longer, and that many launches (each at most what an
-  eager operation's costs) or graph nodes. A copy
+  its work or that many shortest kernels, whichever is longer, and that many graph nodes in a replay; outside
+  one, its first launch as above and each further one the GPU's kernel_enqueue (C++ enqueuing a kernel, no
+  dispatch). A copy
   between two devices (d2d) costs what the same copy within one would: a kernel reading and writing its
   bytes.
 - graph: a replay costs graph_replay_fixed on the host (in launches), and each of its kernels (a node)
@@ -196,8 +197,11 @@ def _kernel_cost(op: dict, gpu, dispatch: float) -> Cost:
     if op["phase"] == "graph":
         return Cost(compute=device + kernels * gpu.value("graph_replay_per_node"))
     # launch_overhead is a whole eager op's host time on the GPU (what calibrate measures): its dispatch is
-    # already the op's host overhead, so the launch adds what is left
-    return Cost(launches=max(0.0, kernels * gpu.value("launch_overhead") - dispatch), compute=device)
+    # already the op's host overhead, so the launch adds what is left; C++ enqueues each further kernel
+    launches = max(0.0, gpu.value("launch_overhead") - dispatch)
+    if kernels > 1:
+        launches += (kernels - 1) * gpu.value("kernel_enqueue")
+    return Cost(launches=launches, compute=device)
 
 
 def _overhead(op: dict, host) -> float:

@@ -33,9 +33,10 @@ FIELDS = {
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
             "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
-            "graph_replay_fixed", "graph_replay_per_node"),
+            "graph_replay_fixed", "graph_replay_per_node", "kernel_enqueue"),
 }
-UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s", "graph_replay_fixed": "s"}
+UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s", "graph_replay_fixed": "s",
+                                                     "kernel_enqueue": "s/kernel"}
 KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("memory", "memory_bandwidth")),
                "gpu": (("matmul", "matmul_flops"), ("memory", "memory_bandwidth"), ("launch", "launch_overhead"),
                        ("h2d pinned", "h2d_bandwidth_pinned"))}
@@ -57,7 +58,9 @@ STAND_INS = {"op_overhead_nested": ("op_overhead_autograd", "a recording operati
                                                             "operation Python issues does"),
              "op_overhead_transformed": ("op_overhead_autograd", "an operation under a torch.func transform costs "
                                                                  "what a recording operation Python issues does"),
-             "graph_replay_fixed": ("launch_overhead", "one replay's fixed host cost taken as one kernel launch")}
+             "graph_replay_fixed": ("launch_overhead", "one replay's fixed host cost taken as one kernel launch"),
+             "kernel_enqueue": ("launch_overhead", "a kernel an operation launches from C++ taken as costing what an "
+                                                   "eager operation's launch does")}
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message
 
@@ -303,8 +306,8 @@ def _value(field: str, value) -> float | tuple[tuple[float, float], ...] | dict[
 
 def from_profile(profile: dict, device: str) -> Device:
     """A calibrated profile's section ('cpu' or 'cuda:N') as a Device: matmul sizes n as 2n^3 FLOPs per call, the
-    conv1d and conv2d probes' input shapes through their layers, merged into conv_flops; graph_replay_fixed taken as
-    launch_overhead where the profile lacks it (noted)."""
+    conv1d and conv2d probes' input shapes through their layers, merged into conv_flops; graph_replay_fixed and
+    kernel_enqueue taken as launch_overhead where the profile lacks them (noted)."""
     try:
         profiles.validate(profile)
     except profiles.ProfileError as e:

@@ -285,13 +285,14 @@ def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_a
                                              for row in profiles.rows(made_profile("newer"))}["op_overhead_autograd"]
 
 
-def test_a_calibrated_gpu_takes_its_graph_replay_fixed_cost_from_its_launch_when_it_lacks_one(this_profile):
+def test_a_calibrated_gpu_takes_its_replay_and_enqueue_costs_from_its_launch_as_it_measures_neither(this_profile):
     gpu = hardware.from_profile(this_profile, "cuda:0")
     assert (gpu.name, gpu.title, gpu.kind) == ("this:cuda:0", "Made GPU 0 (this machine's cuda:0)", "gpu")
     assert set(gpu.figures) == set(hardware.FIELDS["gpu"])
-    replay = gpu.figures["graph_replay_fixed"]
-    assert replay.value == 6e-6 and replay.assumption and "launch_overhead" in replay.note
-    assert gpu.assumptions == ["graph_replay_fixed"]
+    for field in ("graph_replay_fixed", "kernel_enqueue"):
+        figure = gpu.figures[field]
+        assert figure.value == 6e-6 and figure.assumption and "launch_overhead" in figure.note
+    assert gpu.assumptions == ["graph_replay_fixed", "kernel_enqueue"]
 
 
 def test_another_machines_profile_is_named_by_its_id(results_dir):
@@ -393,7 +394,7 @@ def test_the_listing_shows_calibrated_devices_first_then_the_catalogue(this_prof
         assert hardware.resolve(row["name"]).name == row["name"]
     by_name = {row["name"]: row for row in rows}
     assert by_name["this"]["key figures"] == "op 3.00 µs/op, matmul 150 GFLOP/s, memory 16.0 GB/s"
-    assert by_name["this:cuda:0"]["assumptions"] == 1 and by_name["this"]["origin"] == "calibrated"
+    assert by_name["this:cuda:0"]["assumptions"] == 2 and by_name["this"]["origin"] == "calibrated"
     k80 = by_name["k80"]
     assert k80["origin"] == "catalogue" and k80["assumptions"] == len(hardware.load().devices["k80"].assumptions)
     assert k80["key figures"].startswith("matmul 2,500 GFLOP/s, memory 160 GB/s, launch 7.00 µs/op")
