@@ -36,8 +36,8 @@ WEIGHT_GRADIENT_KERNELS = 3  # input weights' GEMM, recurrent weights' GEMM, the
 
 
 class _CudnnVF:
-    """torch._VF as nn.RNNBase's modules call it, their recurrent functions taking cuDNN's one call for a stand-in
-    input."""
+    """torch._VF as torch.nn's recurrent modules call it: for a stand-in input, a layer stack takes cuDNN's one call
+    and a GRU or LSTM cell CUDA's fused one."""
 
     def __getattr__(self, name: str):
         found = getattr(torch._VF, name)
@@ -58,7 +58,8 @@ class _CudnnVF:
 
 @contextmanager
 def as_cudnn() -> Iterator[None]:
-    """Within it, nn.RNN, nn.LSTM and nn.GRU run stand-in tensors as one cuDNN call each."""
+    """Within it, nn.RNN, nn.LSTM and nn.GRU run stand-in tensors as one cuDNN call each, nn.GRUCell and nn.LSTMCell
+    as CUDA's fused cells."""
     with mock.patch.object(torch_rnn, "_VF", _CudnnVF()):
         yield
 
@@ -99,7 +100,7 @@ def _fused_cell(name: str, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         return hy, cy
 
 
-def _layers(input, weights, weight_stride0: int, mode: int, bidirectional: bool, batch_first: bool):
+def _layers(input, weights, weight_stride0: int, batch_first: bool):
     """Per layer and direction: (steps, batch, GEMM columns per step of its input and recurrent projections, gates x
     hidden). A layer's weights: w_ih (gates x hidden, input), w_hh (gates x hidden, output), then biases and w_hr."""
     steps, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
@@ -112,16 +113,13 @@ def forward_flops(input, weights, weight_stride0, weight_buf, hx, cx, mode, hidd
                   batch_first, dropout, train, bidirectional, *args, out_val=None, **kwargs) -> int:
     """The GEMM FLOPs of one `aten._cudnn_rnn` call (torch.utils.flop_counter's formula signature)."""
     return sum(2 * steps * batch * columns * rows
-               for steps, batch, columns, rows in _layers(input, weights, weight_stride0, mode, bidirectional,
-                                                          batch_first))
+               for steps, batch, columns, rows in _layers(input, weights, weight_stride0, batch_first))
 
 
 def forward_kernels(args, kwargs) -> int:
     """The kernels one `aten._cudnn_rnn` call launches: 1 + 2 x steps per layer and direction."""
-    input, weights, weight_stride0, mode, batch_first, bidirectional = (args[0], args[1], args[2], args[6], args[10],
-                                                                        args[13])
-    return sum(1 + 2 * steps for steps, *_ in _layers(input, weights, weight_stride0, mode, bidirectional,
-                                                      batch_first))
+    input, weights, weight_stride0, batch_first = args[0], args[1], args[2], args[10]
+    return sum(1 + 2 * steps for steps, *_ in _layers(input, weights, weight_stride0, batch_first))
 
 
 def backward_flops(input, weights, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode,
@@ -136,11 +134,9 @@ def backward_flops(input, weights, weight_stride0, weight_buf, hx, cx, output, g
 def backward_kernels(args, kwargs) -> int:
     """The kernels one `aten._cudnn_rnn_backward` call launches: 2 x steps + 1 per layer and direction, and 3 more
     when the weights need gradients."""
-    input, weights, weight_stride0, mode, batch_first, bidirectional, output_mask = (
-        args[0], args[1], args[2], args[10], args[14], args[17], args[21])
+    input, weights, weight_stride0, batch_first, output_mask = args[0], args[1], args[2], args[14], args[21]
     extra = WEIGHT_GRADIENT_KERNELS if output_mask[3] else 0
-    return sum(2 * steps + 1 + extra for steps, *_ in _layers(input, weights, weight_stride0, mode, bidirectional,
-                                                             batch_first))
+    return sum(2 * steps + 1 + extra for steps, *_ in _layers(input, weights, weight_stride0, batch_first))
 
 
 def _backward_shapes(input, weights, weight_stride0, weight_buf, hx, cx, *args):

@@ -51,6 +51,19 @@ def test_a_two_layer_bidirectional_lstm_counts_every_layer_and_direction():
     assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 84, 2_785_280), "aten._cudnn_rnn_backward": (1, 96, 5_570_560)}
 
 
+@pytest.mark.parametrize("module", [
+    nn.GRU(8, 16, num_layers=2, dropout=0.3), nn.GRU(8, 16, bias=False), nn.LSTM(8, 16, proj_size=4, num_layers=2),
+    nn.LSTM(8, 16, proj_size=4, bias=False, bidirectional=True), nn.RNN(8, 16, nonlinearity="relu")],
+    ids=["gru dropout", "gru no bias", "lstm projection", "lstm projection no bias bidirectional", "rnn relu"])
+def test_every_layer_option_runs_as_one_cudnn_call_with_a_gradient_for_each_weight(module):
+    module = module.to("meta")
+    found = training_step(module, torch.empty(5, 3, 8, device="meta"))  # 5 steps: 11 forward kernels a layer
+    layers = module.num_layers * (2 if module.bidirectional else 1)
+    assert (found["aten._cudnn_rnn"]["count"], found["aten._cudnn_rnn"]["kernels"]) == (1, 11 * layers)
+    assert found["aten._cudnn_rnn_backward"]["kernels"] == 14 * layers  # 2 x 5 + 1 + 3
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in module.parameters())
+
+
 def test_without_weight_gradients_the_backward_leaves_out_their_gemms():
     rnn = nn.RNN(4, 8, device="meta").requires_grad_(False)
     x = torch.empty(6, 2, 4, device="meta", requires_grad=True)
