@@ -166,11 +166,10 @@ def _gru_cell_backward_shapes(grad_hy, workspace, has_bias):
     return gates, torch.empty_like(gates), torch.empty_like(grad_hy), bias, torch.empty_like(bias)
 
 
-def cell_backward_kernels(args, kwargs) -> int:
-    """A fused cell's backward on CUDA: its kernel, and a reduction for each bias's gradient (the GRU's two, the
-    LSTM's one)."""
-    has_bias = args[-1]
-    return 1 + (2 if len(args) == 3 else 1) * bool(has_bias)
+def _cell_backward_kernels(bias_reductions: int):
+    """A fused cell's backward on CUDA: its kernel, and with biases a reduction for each of their gradients (the
+    GRU cell's two, the LSTM cell's one); has_bias is the call's last argument."""
+    return lambda args, kwargs: 1 + bias_reductions * bool(args[-1])
 
 
 _meta_kernels = torch.library.Library("aten", "IMPL")
@@ -181,5 +180,5 @@ _meta_kernels.impl("_thnn_fused_gru_cell_backward", _gru_cell_backward_shapes, "
 
 FORMULAS = {aten._cudnn_rnn: forward_flops, aten._cudnn_rnn_backward: backward_flops}
 KERNELS = {aten._cudnn_rnn: forward_kernels, aten._cudnn_rnn_backward: backward_kernels,
-           aten._thnn_fused_gru_cell_backward: cell_backward_kernels,
-           aten._thnn_fused_lstm_cell_backward_impl: cell_backward_kernels}
+           aten._thnn_fused_gru_cell_backward: _cell_backward_kernels(2),
+           aten._thnn_fused_lstm_cell_backward_impl: _cell_backward_kernels(1)}
