@@ -28,6 +28,7 @@ from core import (census, conv_probes, costmodel, devices, graphs, module_probes
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
 LOADER_FEATURES = 16
+QUEUED_REPLAYS = 20  # one-kernel graph replays queued behind a spin: the host's fixed cost of a replay
 LOADER_PASS_BATCHES, LOADER_PASSES = 256, 3  # the DataLoader per batch size: batches per pass (at most), passes
 TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's training step: Linear, ReLU, Linear
 # The nested-op probe: a one-sample GRU's forward and backward over two sequence lengths; its loop over the
@@ -394,9 +395,15 @@ def launch_and_sync(device: str, effort: Effort) -> dict:
         for _ in range(effort.queued_kernels):
             launch()
 
-    kernel = [devices.back_to_back_seconds(device, queue, effort.queued_kernels) for _ in range(effort.repeats)]
+    def enqueue():  # a kernel C++ launches with no operator's dispatch: the spin kernel, spinning for no cycles
+        for _ in range(effort.queued_kernels):
+            torch.cuda._sleep(0)
+
+    kernel = [devices.queued_seconds(device, queue, effort.queued_kernels).device for _ in range(effort.repeats)]
+    enqueued = [devices.queued_seconds(device, enqueue, effort.queued_kernels).host for _ in range(effort.repeats)]
     return {"launch_overhead": _seconds(launch, device, effort, sync=_host_only),
             "shortest_kernel": min(kernel),
+            "kernel_enqueue": min(enqueued),
             "sync_round_trip": _seconds(launch_and_wait, device, effort)}
 
 
@@ -431,8 +438,14 @@ def graph_replay(device: str, effort: Effort) -> dict:
     def step():
         for _ in range(effort.graph_nodes):
             x.add_(1.0)
-    replay = graphs.capture(step, device, [x])
-    return {"graph_replay_per_node": _seconds(replay, device, effort) / effort.graph_nodes}
+    replay, one_node = graphs.capture(step, device, [x]), graphs.capture(lambda: x.add_(1.0), device, [x])
+
+    def replays():
+        for _ in range(QUEUED_REPLAYS):
+            one_node()
+    fixed = [devices.queued_seconds(device, replays, QUEUED_REPLAYS).host for _ in range(effort.repeats)]
+    return {"graph_replay_per_node": _seconds(replay, device, effort) / effort.graph_nodes,
+            "graph_replay_fixed": min(fixed)}
 
 
 @dataclass(frozen=True)

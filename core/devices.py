@@ -5,8 +5,9 @@ import json
 import math
 import platform
 import re
+import time
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import psutil
@@ -87,11 +88,17 @@ def synchronize(device: str) -> None:
 HOLD_CYCLES_PER_KERNEL = 50_000  # GPU clock cycles of spin per queued kernel: well over a launch's host time
 
 
-def back_to_back_seconds(device: str, launch: Callable[[], None], kernels: int) -> float:
-    """Device seconds per kernel when `launch` queues `kernels` kernels on a CUDA device and they run back to
-    back. A spin kernel holds the stream while the host queues them, so the host's launch time leaves no gaps
-    between them, and CUDA events time them on the device. If the spin ends before the host has queued them
-    all, it tries again with a spin twice as long."""
+class Queued(NamedTuple):
+    """Seconds per launch of a burst that queues behind a spin kernel: `host` to queue it, `device` to run it."""
+    host: float
+    device: float
+
+
+def queued_seconds(device: str, launch: Callable[[], None], kernels: int) -> Queued:
+    """Per kernel when `launch` queues `kernels` kernels on a CUDA device: the host's seconds to queue them, and the
+    device's to run them back to back. A spin kernel holds the stream while the host queues them, so no launch
+    waits for the device, the host's launch time leaves no gaps between them, and CUDA events time them on the
+    device. If the spin ends before the host has queued them all, it tries again with a spin twice as long."""
     dev = torch.device(device)
     cycles = HOLD_CYCLES_PER_KERNEL * kernels
     with torch.cuda.device(dev):
@@ -99,12 +106,14 @@ def back_to_back_seconds(device: str, launch: Callable[[], None], kernels: int) 
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             torch.cuda._sleep(cycles)
             begin.record()
+            started = time.perf_counter()
             launch()
+            host = time.perf_counter() - started
             end.record()
             held = not begin.query()  # the spin still ran when the last kernel was queued
             end.synchronize()
             if held:
-                return begin.elapsed_time(end) / 1e3 / kernels
+                return Queued(host / kernels, begin.elapsed_time(end) / 1e3 / kernels)
             cycles *= 2
     raise RuntimeError(f"{device}: the host could not queue {kernels} kernels within a {cycles // 2:,}-cycle spin")
 

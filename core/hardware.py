@@ -35,8 +35,7 @@ FIELDS = {
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
             "graph_replay_fixed", "graph_replay_per_node", "kernel_enqueue"),
 }
-UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s", "graph_replay_fixed": "s",
-                                                     "kernel_enqueue": "s/kernel"}
+UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s"}
 KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("memory", "memory_bandwidth")),
                "gpu": (("matmul", "matmul_flops"), ("memory", "memory_bandwidth"), ("launch", "launch_overhead"),
                        ("h2d pinned", "h2d_bandwidth_pinned"))}

@@ -126,6 +126,11 @@ FIELDS = (
     Field("d2h_bandwidth_pinned", "B/s", "a large copy to the host into pinned memory", 1e6, 1e13, GPU),
     Field("graph_replay_per_node", "s/node", "CUDA-graph replay of captured tiny kernels, per kernel",
           1e-9, 1e-3, GPU),
+    Field("graph_replay_fixed", "s", "host time of one CUDA-graph replay (a one-kernel graph, replays queued behind a "
+          "spin kernel, not waited for)", 1e-8, 1e-2, GPU, required=False),
+    Field("kernel_enqueue", "s/kernel", "host time to queue a kernel that C++ launches without an operator's dispatch "
+          "(torch.cuda._sleep(0), queued behind a spin kernel): each further kernel of an operation that launches "
+          "several (cuDNN's recurrent layers)", 1e-8, 1e-2, GPU, required=False),
 )
 
 # Sized fields keyed by something other than a size: the pattern of their keys.
@@ -140,7 +145,7 @@ GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of h
 
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
 HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
-               "s/node": (1e-6, "µs/node"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
+               "s/node": (1e-6, "µs/node"), "s/kernel": (1e-6, "µs/kernel"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
                "B/s": (1e9, "GB/s")}
 
 

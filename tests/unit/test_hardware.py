@@ -285,7 +285,7 @@ def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_a
                                              for row in profiles.rows(made_profile("newer"))}["op_overhead_autograd"]
 
 
-def test_a_calibrated_gpu_takes_its_replay_and_enqueue_costs_from_its_launch_as_it_measures_neither(this_profile):
+def test_a_gpu_calibrated_before_its_replay_and_enqueue_costs_were_measured_takes_them_from_its_launch(this_profile):
     gpu = hardware.from_profile(this_profile, "cuda:0")
     assert (gpu.name, gpu.title, gpu.kind) == ("this:cuda:0", "Made GPU 0 (this machine's cuda:0)", "gpu")
     assert set(gpu.figures) == set(hardware.FIELDS["gpu"])
@@ -293,6 +293,17 @@ def test_a_calibrated_gpu_takes_its_replay_and_enqueue_costs_from_its_launch_as_
         figure = gpu.figures[field]
         assert figure.value == 6e-6 and figure.assumption and "launch_overhead" in figure.note
     assert gpu.assumptions == ["graph_replay_fixed", "kernel_enqueue"]
+
+
+def test_a_gpu_that_measured_its_replay_and_enqueue_costs_uses_them(results_dir):
+    profile = made_profile("newer-gpu", gpus=("cuda:1",))
+    profile["gpus"]["cuda:1"] |= {"graph_replay_fixed": 4e-6, "kernel_enqueue": 2.5e-6}
+    gpu = hardware.from_profile(profile, "cuda:1")
+    assert (gpu.value("graph_replay_fixed"), gpu.value("kernel_enqueue")) == (4e-6, 2.5e-6)
+    assert gpu.assumptions == [] and gpu.figures["kernel_enqueue"].source == "calibrated on newer-gpu 2026-01-02"
+    profile["gpus"]["cuda:1"]["kernel_enqueue"] = 1.0  # a second per kernel: a broken measurement
+    with pytest.raises(hardware.HardwareError, match="kernel_enqueue"):
+        hardware.from_profile(profile, "cuda:1")
 
 
 def test_another_machines_profile_is_named_by_its_id(results_dir):
