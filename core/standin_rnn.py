@@ -16,11 +16,15 @@ Blunsom describe cuDNN 5's in "Optimizing Performance of Recurrent Neural Networ
 - backward: per step one fused element-wise kernel and one recurrent GEMM, one GEMM for every step's input
   gradients, and, when the weights need gradients, one GEMM each for the input and the recurrent weights and
   one reduction for the biases: 2 x steps + 1 (+ 3) kernels.
-FLOPs are the GEMMs' (2 per multiply-accumulate); the element-wise work and an LSTM's projection are left out, as
-the FLOP counter leaves out a linear layer's bias. The backward's data and weight GEMMs each do what the forward's
-do. Packed sequences keep the meta device's step-by-step operations."""
+An LSTM with a projection (proj_size) projects each step's hidden state before the next step's recurrent GEMM: one
+more GEMM per step each way, and one more for its weight's gradient. A stack trained with dropout drops out each
+layer's output before the next layer (as cudnnRNNForward does): one kernel per layer after the first, each way.
+These two follow from what the steps depend on; how cuDNN splits them into kernels is an assumption.
+FLOPs are the GEMMs' (2 per multiply-accumulate); the element-wise work is left out, as the FLOP counter leaves out
+a linear layer's bias. The backward's data and weight GEMMs each do what the forward's do. Packed sequences keep
+the meta device's step-by-step operations."""
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, NamedTuple
 from unittest import mock
 
 import torch
@@ -100,26 +104,52 @@ def _fused_cell(name: str, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         return hy, cy
 
 
-def _layers(input, weights, weight_stride0: int, batch_first: bool):
-    """Per layer and direction: (steps, batch, GEMM columns per step of its input and recurrent projections, gates x
-    hidden). A layer's weights: w_ih (gates x hidden, input), w_hh (gates x hidden, output), then biases and w_hr."""
+class Layer(NamedTuple):
+    """One layer and direction of a call: `columns` the input and recurrent GEMMs' shared dimension per step (input
+    size + recurrent input size), `rows` their gates x hidden, `projected` the projection's weight elements (0 without
+    one)."""
+    steps: int
+    batch: int
+    columns: int
+    rows: int
+    projected: int
+
+    def flops(self) -> int:
+        return 2 * self.steps * self.batch * (self.columns * self.rows + self.projected)
+
+    def per_step_gemms(self) -> int:
+        return 1 + bool(self.projected)
+
+
+def _layers(input, weights, weight_stride0: int, batch_first: bool) -> Iterator[Layer]:
+    """Each layer and direction of a call. A layer's weights: w_ih (gates x hidden, input), w_hh (gates x hidden,
+    output), then biases and an LSTM's w_hr (output, hidden) last."""
     steps, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
+    projection = weight_stride0 in (3, 5)
     for start in range(0, len(weights), weight_stride0):
         w_ih, w_hh = weights[start], weights[start + 1]
-        yield steps, batch, w_ih.shape[1] + w_hh.shape[1], w_ih.shape[0]
+        projected = weights[start + weight_stride0 - 1].numel() if projection else 0
+        yield Layer(steps, batch, w_ih.shape[1] + w_hh.shape[1], w_ih.shape[0], projected)
+
+
+def _dropouts(num_layers: int, dropout: float, train: bool) -> int:
+    """The dropout kernels between a stack's layers, each way: one per layer after the first when training with
+    dropout."""
+    return (num_layers - 1) if train and dropout > 0 else 0
 
 
 def forward_flops(input, weights, weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size, num_layers,
                   batch_first, dropout, train, bidirectional, *args, out_val=None, **kwargs) -> int:
     """The GEMM FLOPs of one `aten._cudnn_rnn` call (torch.utils.flop_counter's formula signature)."""
-    return sum(2 * steps * batch * columns * rows
-               for steps, batch, columns, rows in _layers(input, weights, weight_stride0, batch_first))
+    return sum(layer.flops() for layer in _layers(input, weights, weight_stride0, batch_first))
 
 
 def forward_kernels(args, kwargs) -> int:
-    """The kernels one `aten._cudnn_rnn` call launches: 1 + 2 x steps per layer and direction."""
-    input, weights, weight_stride0, batch_first = args[0], args[1], args[2], args[10]
-    return sum(1 + 2 * steps for steps, *_ in _layers(input, weights, weight_stride0, batch_first))
+    """The kernels one `aten._cudnn_rnn` call launches: 1 + (2 or 3) x steps per layer and direction, and the
+    dropouts between its layers."""
+    input, weights, weight_stride0, num_layers, batch_first, dropout, train = (args[i] for i in (0, 1, 2, 9, 10, 11, 12))
+    return _dropouts(num_layers, dropout, train) + sum(
+        1 + (1 + layer.per_step_gemms()) * layer.steps for layer in _layers(input, weights, weight_stride0, batch_first))
 
 
 def backward_flops(input, weights, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode,
@@ -132,11 +162,14 @@ def backward_flops(input, weights, weight_stride0, weight_buf, hx, cx, output, g
 
 
 def backward_kernels(args, kwargs) -> int:
-    """The kernels one `aten._cudnn_rnn_backward` call launches: 2 x steps + 1 per layer and direction, and 3 more
-    when the weights need gradients."""
-    input, weights, weight_stride0, batch_first, output_mask = args[0], args[1], args[2], args[14], args[21]
-    extra = WEIGHT_GRADIENT_KERNELS if output_mask[3] else 0
-    return sum(2 * steps + 1 + extra for steps, *_ in _layers(input, weights, weight_stride0, batch_first))
+    """The kernels one `aten._cudnn_rnn_backward` call launches: (2 or 3) x steps + 1 per layer and direction, 3 (or
+    4) more when the weights need gradients, and the dropouts between its layers."""
+    input, weights, weight_stride0, num_layers, batch_first, dropout, train, output_mask = (
+        args[i] for i in (0, 1, 2, 13, 14, 15, 16, 21))
+    return _dropouts(num_layers, dropout, train) + sum(
+        (1 + layer.per_step_gemms()) * layer.steps + 1
+        + (WEIGHT_GRADIENT_KERNELS + bool(layer.projected) if output_mask[3] else 0)
+        for layer in _layers(input, weights, weight_stride0, batch_first))
 
 
 def _backward_shapes(input, weights, weight_stride0, weight_buf, hx, cx, *args):

@@ -51,17 +51,37 @@ def test_a_two_layer_bidirectional_lstm_counts_every_layer_and_direction():
     assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 84, 2_785_280), "aten._cudnn_rnn_backward": (1, 96, 5_570_560)}
 
 
-@pytest.mark.parametrize("module", [
-    nn.GRU(8, 16, num_layers=2, dropout=0.3), nn.GRU(8, 16, bias=False), nn.LSTM(8, 16, proj_size=4, num_layers=2),
-    nn.LSTM(8, 16, proj_size=4, bias=False, bidirectional=True), nn.RNN(8, 16, nonlinearity="relu")],
+@pytest.mark.parametrize("module, forward_kernels, backward_kernels", [
+    # 5 steps: a layer's forward 1 + 2 x 5 = 11 kernels, its backward 2 x 5 + 1 + 3 = 14
+    (nn.GRU(8, 16, num_layers=2, dropout=0.3), 2 * 11 + 1, 2 * 14 + 1),  # one dropout between the layers, each way
+    (nn.GRU(8, 16, bias=False), 11, 14),
+    # a projection: a third GEMM per step each way, and one for its weight: 1 + 3 x 5 = 16, 3 x 5 + 1 + 4 = 20
+    (nn.LSTM(8, 16, proj_size=4, num_layers=2), 2 * 16, 2 * 20),
+    (nn.LSTM(8, 16, proj_size=4, bias=False, bidirectional=True), 2 * 16, 2 * 20),
+    (nn.RNN(8, 16, nonlinearity="relu"), 11, 14)],
     ids=["gru dropout", "gru no bias", "lstm projection", "lstm projection no bias bidirectional", "rnn relu"])
-def test_every_layer_option_runs_as_one_cudnn_call_with_a_gradient_for_each_weight(module):
+def test_every_layer_option_runs_as_one_cudnn_call_with_a_gradient_for_each_weight(module, forward_kernels,
+                                                                                    backward_kernels):
     module = module.to("meta")
-    found = training_step(module, torch.empty(5, 3, 8, device="meta"))  # 5 steps: 11 forward kernels a layer
-    layers = module.num_layers * (2 if module.bidirectional else 1)
-    assert (found["aten._cudnn_rnn"]["count"], found["aten._cudnn_rnn"]["kernels"]) == (1, 11 * layers)
-    assert found["aten._cudnn_rnn_backward"]["kernels"] == 14 * layers  # 2 x 5 + 1 + 3
+    found = training_step(module, torch.empty(5, 3, 8, device="meta"))
+    assert (found["aten._cudnn_rnn"]["count"], found["aten._cudnn_rnn"]["kernels"]) == (1, forward_kernels)
+    assert (found["aten._cudnn_rnn_backward"]["count"], found["aten._cudnn_rnn_backward"]["kernels"]) == (
+        1, backward_kernels)
     assert all(p.grad is not None and p.grad.shape == p.shape for p in module.parameters())
+
+
+def test_an_lstms_projection_adds_its_gemm_to_the_flops():
+    lstm = nn.LSTM(8, 16, proj_size=4, device="meta")
+    found = training_step(lstm, torch.empty(5, 3, 8, device="meta"))
+    # 2 x 5 steps x 3 rows x ((8 input + 4 projected) columns x 64 gate rows + 16 x 4 projection) = 24,960
+    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 16, 24_960), "aten._cudnn_rnn_backward": (1, 20, 49_920)}
+
+
+def test_a_stack_evaluated_with_dropout_drops_nothing_out():
+    gru = nn.GRU(8, 16, num_layers=2, dropout=0.3, device="meta").eval()
+    with standin.playing_cuda(), torch.no_grad():
+        found = census.of(lambda: gru(torch.empty(5, 3, 8, device="meta")), "meta").by_op()
+    assert found["aten._cudnn_rnn"]["kernels"] == 2 * 11  # no dropout kernel between the layers
 
 
 def test_without_weight_gradients_the_backward_leaves_out_their_gemms():
