@@ -68,7 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--on", action="append", metavar="HARDWARE",
                          help="where to predict (repeatable): a catalogue name, 'this' (this machine's calibrated "
                               "CPU), 'this:cuda:N', a calibrated machine id; 'list' lists them. Default: this "
-                              "machine and the write-up's GPU (with --model: this machine and every catalogue GPU)")
+                              "machine and the write-up's GPU (with --model: the --host CPU and every catalogue GPU; GPUs named alone "
+                              "are compared with the --host CPU)")
     predict.add_argument("--host", default="this", help="the CPU that drives a GPU (default: this machine's)")
     predict.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
     predict.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
@@ -347,8 +348,10 @@ def _predict_model(args) -> int:
         raise ConfigError("--input", "give the input's shape with --model, batch first (e.g. 512x84)")
     shape = ownmodel.parse_input(args.input)
     model = ownmodel.load(args.model)  # refused on a read-only instance: it runs the file
-    names = args.on or ["this", *(row["name"] for row in hardware.listing() if row["kind"] == "gpu")]
+    names = args.on or [args.host, *(row["name"] for row in hardware.listing() if row["kind"] == "gpu")]
     targets = [hardware.resolve(clip(name), host=clip(args.host)) for name in names]
+    if all(target.gpu is not None for target in targets):  # the GPUs' crossover is against the CPU that drives them
+        targets.insert(0, hardware.resolve(clip(args.host)))
     report = ownmodel.predict(model, shape, args.train, targets)
     print(json.dumps(report, indent=1) if args.json else ownmodel.report_text(report, args.model, args.train))
     return 0

@@ -86,6 +86,16 @@ def test_your_own_model_is_predicted_with_its_crossover(capsys, calibrated, mode
     assert "crossover_batch" in gpu and gpu["parts"]["copies"] > 0
 
 
+def test_your_own_model_on_a_gpu_alone_is_also_predicted_on_the_cpu_that_drives_it(capsys, calibrated, model_file):
+    assert main(["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "t4", "--json"]) == 0
+    cpu, gpu = json.loads(capsys.readouterr().out)
+    assert (cpu["device"], gpu["device"]) == ("this", "t4") and "crossover_batch" not in cpu
+    assert gpu["crossover_against"] == "this machine's CPU"
+    assert main(["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "t4"]) == 0
+    out = capsys.readouterr().out
+    assert "  this machine's CPU: " in out and "faster than this machine's CPU" in out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--model", "{file}:nothing", "--input", "8x84"], "has no function nothing"),
     (["--model", "{file}:broken", "--input", "8x84"], "broken() raised RuntimeError: no weights here"),
