@@ -68,8 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--on", action="append", metavar="HARDWARE",
                          help="where to predict (repeatable): a catalogue name, 'this' (this machine's calibrated "
                               "CPU), 'this:cuda:N', a calibrated machine id; 'list' lists them. Default: this "
-                              "machine and the write-up's GPU (with --model: the --host CPU and every catalogue GPU; GPUs named alone "
-                              "are compared with the --host CPU)")
+                              "machine and the write-up's GPU (with --model: the --host CPU and every catalogue GPU; "
+                              "GPUs named alone are compared with the --host CPU)")
     predict.add_argument("--host", default="this", help="the CPU that drives a GPU (default: this machine's)")
     predict.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
     predict.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")

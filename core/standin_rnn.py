@@ -147,9 +147,11 @@ def forward_flops(input, weights, weight_stride0, weight_buf, hx, cx, mode, hidd
 def forward_kernels(args, kwargs) -> int:
     """The kernels one `aten._cudnn_rnn` call launches: 1 + (2 or 3) x steps per layer and direction, and the
     dropouts between its layers."""
-    input, weights, weight_stride0, num_layers, batch_first, dropout, train = (args[i] for i in (0, 1, 2, 9, 10, 11, 12))
+    input, weights, weight_stride0, num_layers, batch_first, dropout, train = (
+        args[i] for i in (0, 1, 2, 9, 10, 11, 12))
     return _dropouts(num_layers, dropout, train) + sum(
-        1 + (1 + layer.per_step_gemms()) * layer.steps for layer in _layers(input, weights, weight_stride0, batch_first))
+        1 + (1 + layer.per_step_gemms()) * layer.steps
+        for layer in _layers(input, weights, weight_stride0, batch_first))
 
 
 def backward_flops(input, weights, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode,
