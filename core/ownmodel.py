@@ -148,6 +148,7 @@ def report_text(found: list[dict], spec: str, train: bool) -> str:
             line += (f"; faster than {entry['crossover_against']} from batch {batch:,}" if batch else
                      f"; not faster than {entry['crossover_against']} at any batch up to {SWEEP[-1]:,}")
         lines.append(line)
-    lines.append("The GPU's figures include copying the input from pageable host memory each call; the "
-                 f"crossover compares one call at each batch size {SWEEP[0]} to {SWEEP[-1]:,}.")
+    if any("crossover_batch" in entry for entry in found):
+        lines.append("The GPU's figures include copying the input from pageable host memory each call; the "
+                     f"crossover compares one call at each batch size {SWEEP[0]} to {SWEEP[-1]:,}.")
     return "\n".join(lines)

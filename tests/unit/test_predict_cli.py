@@ -96,6 +96,12 @@ def test_your_own_model_on_a_gpu_alone_is_also_predicted_on_the_cpu_that_drives_
     assert "  this machine's CPU: " in out and "faster than this machine's CPU" in out
 
 
+def test_your_own_model_on_cpus_alone_says_nothing_of_a_gpu(capsys, calibrated, model_file):
+    assert main(["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this"]) == 0
+    out = capsys.readouterr().out
+    assert "  this machine's CPU: " in out and "GPU" not in out and "crossover" not in out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--model", "{file}:nothing", "--input", "8x84"], "has no function nothing"),
     (["--model", "{file}:broken", "--input", "8x84"], "broken() raised RuntimeError: no weights here"),
