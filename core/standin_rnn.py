@@ -36,6 +36,7 @@ aten = torch.ops.aten
 MODES = {"rnn_relu": 0, "rnn_tanh": 1, "lstm": 2, "gru": 3}  # cuDNN's modes, by the torch._VF function
 CELLS = ("gru_cell", "lstm_cell")  # the torch._VF cells CUDA fuses (an RNN cell it runs as on any device)
 GATES = {0: 1, 1: 1, 2: 4, 3: 3}  # per mode
+PROJECTED = (3, 5)  # weights per layer of an LSTM with a projection (w_ih, w_hh, w_hr; with biases between)
 WEIGHT_GRADIENT_KERNELS = 3  # input weights' GEMM, recurrent weights' GEMM, the biases' reduction
 
 
@@ -85,7 +86,7 @@ def _cudnn_rnn(mode: int, input, hx, weights, has_biases, num_layers, dropout, t
     per_layer = len(weights) // (num_layers * (2 if bidirectional else 1))
     gates = GATES[mode]
     hidden = weights[1].shape[0] // gates  # the recurrent weight: (gates x hidden, output size)
-    projection = weights[per_layer - 1].shape[0] if per_layer in (3, 5) else 0  # an LSTM's w_hr
+    projection = weights[per_layer - 1].shape[0] if per_layer in PROJECTED else 0  # an LSTM's w_hr
     output, hy, cy, _, _ = torch._cudnn_rnn(
         input, weights, per_layer, _weight_buffer(weights), h, c, mode, hidden, projection, num_layers, batch_first,
         dropout, train, bidirectional, [], None)
@@ -125,7 +126,7 @@ def _layers(input, weights, weight_stride0: int, batch_first: bool) -> Iterator[
     """Each layer and direction of a call. A layer's weights: w_ih (gates x hidden, input), w_hh (gates x hidden,
     output), then biases and an LSTM's w_hr (output, hidden) last."""
     steps, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
-    projection = weight_stride0 in (3, 5)
+    projection = weight_stride0 in PROJECTED
     for start in range(0, len(weights), weight_stride0):
         w_ih, w_hh = weights[start], weights[start + 1]
         projected = weights[start + weight_stride0 - 1].numel() if projection else 0
