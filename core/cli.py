@@ -74,7 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
     predict.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
     predict.add_argument("--model", metavar="FILE.py:BUILD_FN", help="your own model: a function returning an nn.Module")
-    predict.add_argument("--input", metavar="SHAPE", help="with --model: the input's shape, batch first (512x84)")
+    predict.add_argument("--input", metavar="SHAPE",
+                         help="with --model: the input's shape, batch first (512x84), and its element type for "
+                              "indices such as token ids (32x50:int64)")
     predict.add_argument("--train", action="store_true", help="with --model: a training step, not a forward")
     predict.add_argument("--accuracy", action="store_true",
                          help="the model checked against every measured point of every calibrated machine")
@@ -346,13 +348,13 @@ def _seconds_text(seconds: float) -> str:
 def _predict_model(args) -> int:
     if not args.input:
         raise ConfigError("--input", "give the input's shape with --model, batch first (e.g. 512x84)")
-    shape = ownmodel.parse_input(args.input)
+    given = ownmodel.parse_input(args.input)
     model = ownmodel.load(args.model)  # refused on a read-only instance: it runs the file
     names = args.on or [args.host, *(row["name"] for row in hardware.listing() if row["kind"] == "gpu")]
     targets = [hardware.resolve(clip(name), host=clip(args.host)) for name in names]
     if all(target.gpu is not None for target in targets):  # the GPUs' crossover is against the CPU that drives them
         targets.insert(0, hardware.resolve(clip(args.host)))
-    report = ownmodel.predict(model, shape, args.train, targets)
+    report = ownmodel.predict(model, given, args.train, targets)
     print(json.dumps(report, indent=1) if args.json else ownmodel.report_text(report, args.model, args.train))
     return 0
 

@@ -24,8 +24,11 @@ The rules on a GPU target, per operation call:
   log-linearly between the shapes, the smallest shape's time below them and grown in proportion to each
   dimension beyond them; on one that did not, its FLOPs' time and at least its left operand's elements at
   narrow_gemm_seconds for the widest output the host measured no wider than its own (a GEMM whose output has a
-  few columns runs far below the FLOP rate). Other work off the unit's device is shape inference on the meta
-  device: it computes nothing.
+  few columns runs far below the FLOP rate). oneDNN's fused LSTM layer on a CPU (mkldnn_rnn_layer) costs its
+  GEMMs as those GEMMs would: the input's over every step at once and the hidden state's once per step (its
+  backward: the hidden state's gradient per step, the input's and both weights' over every step), and its gates'
+  element-wise work, LSTM_GATE_ELEMENTS per step, row and hidden unit, at elementwise_rate. Other work off the
+  unit's device is shape inference on the meta device: it computes nothing.
 - Python no operation shows: a stretch's module calls cost module_call_seconds for their class (Linear,
   Conv1d, ReLU, ...: the module's Python beyond its operations) or module_call (a bare module's) for a class
   the host did not measure, and its optimiser steps optimizer_step each, on the host.
@@ -87,6 +90,10 @@ GEMM_GRID = {"aten.mm": "gemm_seconds", "aten.bmm": "gemm_seconds", "aten.addmm"
 ONE_CHANNEL = "conv_one_channel_flops"
 CONV_WEIGHT = {"aten.convolution": 1, "aten.convolution_backward": 2}  # the weight's place among a convolution's inputs
 TINY_SECONDS = 1e-12  # a grid figure's floor before its logarithm
+ONEDNN_LSTM = ("aten.mkldnn_rnn_layer", "aten.mkldnn_rnn_layer_backward")  # its forward and backward (standin_onednn)
+# Element-wise work per step, row and hidden unit of an LSTM layer: what ATen's unfused cell writes (the gates' sum 4,
+# three sigmoids, two tanh, three products, one sum: 13); its backward taken as twice its forward
+LSTM_GATE_ELEMENTS = {"aten.mkldnn_rnn_layer": 13, "aten.mkldnn_rnn_layer_backward": 26}
 MISSING = object()
 
 
@@ -276,6 +283,8 @@ def _host_work(op: dict, host) -> float:
     GEMM its left operand's elements, if that is more than its FLOPs' and bytes' time."""
     if op["op"] in GEMM_GRID and host.value(GEMM_GRID[op["op"]]):
         return _gemm_grid_seconds(op, host)
+    if op["op"] in ONEDNN_LSTM:
+        return _onednn_lstm_seconds(op, host)
     work = _work_seconds(op, host, "elementwise_rate")
     if op["formula"]:
         return max(work, _narrow_gemm_seconds(op, host))
@@ -284,6 +293,32 @@ def _host_work(op: dict, host) -> float:
     if per_element is None:
         return work
     return max(work, host.value("op_call_seconds").get(name, 0.0) + op["flops"] * per_element)
+
+
+def _onednn_lstm_seconds(op: dict, host) -> float:
+    """oneDNN's fused LSTM layer (its forward or backward) on a CPU: its GEMMs at what ATen's GEMMs of the same shapes
+    cost on the host, and its gates' element-wise work at the host's element-wise rate. The forward: the input's
+    GEMM for every step at once, then the hidden state's step by step; the backward: the hidden state's gradient
+    step by step, then the input's and both weights' gradients over every step at once."""
+    input_shape, (gates, inputs), (_, hidden) = (op["shapes"][i] for i in range(3))
+    batch = op["shapes"][5][0]  # the layer's initial state: batch x hidden
+    steps = math.prod(input_shape) // (batch * inputs)
+    rows = steps * batch
+    if op["op"] == ONEDNN_LSTM[0]:
+        gemms = [(rows, inputs, gates, 1), (batch, hidden, gates, steps)]
+    else:
+        gemms = [(batch, gates, hidden, steps), (rows, gates, inputs, 1), (gates, rows, inputs, 1),
+                 (gates, rows, hidden, 1)]
+    elements = steps * batch * hidden * LSTM_GATE_ELEMENTS[op["op"]]
+    gates_work = _work_seconds({"op": op["op"], "formula": False, "flops": elements, "bytes": 0}, host,
+                               "elementwise_rate")
+    return gates_work + sum(times * _host_work(_gemm_op(m, k, n), host) for m, k, n, times in gemms)
+
+
+def _gemm_op(m: int, k: int, n: int) -> dict:
+    """An ATen GEMM of M x K by K x N, as a census would count it."""
+    return {"op": "aten.mm", "shapes": [[m, k], [k, n]], "formula": True, "flops": 2 * m * k * n,
+            "bytes": 4 * (m * k + k * n + m * n)}
 
 
 def _narrow_gemm_seconds(op: dict, host) -> float:

@@ -5,11 +5,13 @@ training step (forward, the output's mean as the loss, backward, an Adam step).
 
 Every census here is taken on the meta device, which computes nothing: a batch of a million rows costs
 no more to count than a batch of one. On the GPU's stand-in each call first copies its input from pageable
-host memory, as a loop over host data does; on the CPU the input is where it is used."""
+host memory, as a loop over host data does, and runs as on CUDA (core.standin.playing_cuda); on the CPU's the
+input is where it is used, and an nn.LSTM runs as oneDNN's layers (core.standin_onednn), as torch runs it on a
+CPU."""
 import importlib.util
 import math
 import sys
-from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -20,19 +22,45 @@ from core.params import ConfigError, clip, shown
 MAX_DIMS = 8
 MAX_ELEMENTS = 2**34  # the input is only ever built on the meta device: this bounds nothing but typos
 SWEEP = tuple(2**i for i in range(17))  # batch sizes tried for the crossover: 1 .. 65,536
+# Element types an input may have: float32, or integers for indices (token ids, class labels)
+DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32}
+DEFAULT_DTYPE = "float32"
+HALF = ("float16", "half", "bfloat16")
 
 
-def parse_input(text: str) -> tuple[int, ...]:
-    """'512x84' -> (512, 84): whole numbers >= 1 joined by x, the first the batch size."""
-    parts = text.lower().replace("×", "x").split("x")
+@dataclass(frozen=True)
+class Input:
+    """The input of one call: its shape (batch first) and element type."""
+    shape: tuple[int, ...]
+    dtype: str = DEFAULT_DTYPE
+
+    def at(self, batch: int) -> "Input":
+        return replace(self, shape=(batch,) + self.shape[1:])
+
+    @property
+    def text(self) -> str:
+        shape = "x".join(map(str, self.shape))
+        return shape if self.dtype == DEFAULT_DTYPE else f"{shape}:{self.dtype}"
+
+
+def parse_input(text: str) -> Input:
+    """'512x84' -> Input((512, 84)), '32x50:int64' -> Input((32, 50), 'int64'): whole numbers >= 1 joined by x, the
+    first the batch size, then optionally the element type (an integer type for indices such as token ids)."""
+    shape_text, _, dtype = text.partition(":")
+    parts = shape_text.lower().replace("×", "x").split("x")
     if not (1 <= len(parts) <= MAX_DIMS) or not all(p.strip().isdigit() for p in parts):
         raise ConfigError("--input", f"{shown(text)} is not a shape such as 512x84 (1 to {MAX_DIMS} whole numbers "
-                                     f"joined by x, the first the batch size)")
+                                     f"joined by x, the first the batch size; 32x50:int64 for indices)")
     shape = tuple(int(p) for p in parts)
     if min(shape) < 1 or math.prod(shape) > MAX_ELEMENTS:
         raise ConfigError("--input", f"{shown(text)}: every size must be >= 1 and the input at most "
                                      f"{MAX_ELEMENTS:,} elements")
-    return shape
+    dtype = dtype.strip().lower() or DEFAULT_DTYPE
+    if dtype not in DTYPES:
+        why = " (half precision is not modelled: the hardware's figures are float32's)" if dtype in HALF else ""
+        raise ConfigError("--input", f"{shown(text)}: the element type {shown(dtype)} is not one of "
+                                     f"{', '.join(DTYPES)}{why}")
+    return Input(shape, dtype)
 
 
 def load(spec: str) -> torch.nn.Module:
@@ -70,13 +98,15 @@ def _import(path: Path):
     return module
 
 
-def take(model: torch.nn.Module, shape: tuple[int, ...], train: bool, on_gpu: bool) -> dict:
+def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dict:
     """The census of one call on the meta device: on the GPU's stand-in (`on_gpu`) the input is copied in
     from pageable host memory first."""
     model = model.to(devices.STAND_IN)
     optimizer = torch.optim.Adam(model.parameters()) if train else None
     # On the host, one element seen at every index: the copy is counted at its full size, never allocated.
-    host_input = torch.empty(1).expand(shape) if on_gpu else torch.empty(shape, device=devices.STAND_IN)
+    dtype = DTYPES[given.dtype]
+    host_input = (torch.empty(1, dtype=dtype).expand(given.shape) if on_gpu else
+                  torch.empty(given.shape, dtype=dtype, device=devices.STAND_IN))
 
     def call():
         x = host_input.to(devices.STAND_IN)
@@ -89,12 +119,20 @@ def take(model: torch.nn.Module, shape: tuple[int, ...], train: bool, on_gpu: bo
         optimizer.zero_grad(set_to_none=True)
 
     try:
-        with standin.playing_cuda() if on_gpu else nullcontext():  # Adam takes its CUDA path on the stand-in
+        # Adam takes its CUDA path on the GPU's stand-in, an LSTM oneDNN's on the CPU's
+        with standin.playing_cuda() if on_gpu else standin.playing_cpu():
             call()  # lazy modules and the optimiser's state come to be on the first call
             return census.of(call, devices.STAND_IN).summary()
     except (RuntimeError, TypeError, ValueError, NotImplementedError) as e:
-        raise ConfigError("--model", f"one {'training step' if train else 'forward'} on input "
-                                     f"{'x'.join(map(str, shape))} failed: {type(e).__name__}: {clip(str(e), 200)}") from None
+        raise ConfigError("--model", f"one {'training step' if train else 'forward'} on input {given.text} failed: "
+                                     f"{type(e).__name__}: {clip(str(e), 200)}{_index_hint(e, given)}") from None
+
+
+def _index_hint(error: Exception, given: Input) -> str:
+    """A hint when a float input reached an operation that takes indices (nn.Embedding's token ids)."""
+    if given.dtype != DEFAULT_DTYPE or "Long" not in str(error):
+        return ""
+    return f" (a model that takes indices, such as token ids, wants an integer input: --input {given.text}:int64)"
 
 
 def _first_tensor(output) -> torch.Tensor:
@@ -106,27 +144,23 @@ def _first_tensor(output) -> torch.Tensor:
     raise TypeError("the model's output holds no tensor to train on")
 
 
-def with_batch(shape: tuple[int, ...], batch: int) -> tuple[int, ...]:
-    return (batch,) + shape[1:]
-
-
-def predict(model: torch.nn.Module, shape: tuple[int, ...], train: bool, targets: list) -> list[dict]:
+def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) -> list[dict]:
     """Per target (a core.hardware.Target): the predicted seconds of one call and its parts; for a GPU, the
     batch size from which it beats the first CPU target (each predicted over SWEEP), or None."""
     censuses = {}
 
     def census_at(batch: int, on_gpu: bool) -> dict:
         if (batch, on_gpu) not in censuses:
-            censuses[batch, on_gpu] = take(model, with_batch(shape, batch), train, on_gpu)
+            censuses[batch, on_gpu] = take(model, given.at(batch), train, on_gpu)
         return censuses[batch, on_gpu]
 
     cpu = next((t for t in targets if t.gpu is None), None)
     found = []
     for target in targets:
         on_gpu = target.gpu is not None
-        prediction = costmodel.predict(census_at(shape[0], on_gpu), target)
+        prediction = costmodel.predict(census_at(given.shape[0], on_gpu), target)
         entry = {"device": target.name, "hardware": target.title, "variant": "training step" if train else "forward",
-                 "params": {"input": "x".join(map(str, shape))}, "predicted_s": prediction.seconds,
+                 "params": {"input": given.text}, "predicted_s": prediction.seconds,
                  "parts": prediction.parts}
         if on_gpu and cpu is not None:
             sweep = [(b, costmodel.predict(census_at(b, False), cpu).seconds,

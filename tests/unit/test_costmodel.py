@@ -412,6 +412,24 @@ def test_a_gemm_without_its_matrices_shapes_is_refused_by_name():
         predict(census([broken], [stretch([(0, 1)])], device="cpu"), cpu(narrow_gemm_seconds=NARROW))
 
 
+# oneDNN's fused LSTM layer: 100 steps, batch 10, input 4, hidden 8 (32 gate rows); time-first input, its weights,
+# biases and initial state
+LSTM_SHAPES = [[100, 10, 4], [32, 4], [32, 8], [32], [32], [10, 8], [10, 8]]
+
+
+def test_onednn_s_lstm_layer_costs_its_gemms_on_the_grid_and_its_gates_at_the_element_wise_rate():
+    forward = gemm("aten.mkldnn_rnn_layer", LSTM_SHAPES, 0)
+    backward = gemm("aten.mkldnn_rnn_layer_backward", LSTM_SHAPES + [[100, 10, 8]], 0)
+    found = predict(census([forward, backward], [stretch([(0, 1), (1, 1)])], device="cpu"),
+                    cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID))
+    # forward: the input's GEMM over all 1,000 rows (1000 x 4 x 32: 1 us x 100 x 16 = 1,600 us), then 100 steps of
+    # the hidden state's (10 x 8 x 32: 1 us x 2 (K) x 16 = 32 us): 4,800 us; gates 100 x 10 x 8 x 13 = 104,000
+    # elements at 1e9 per second: 104 us. 4,904 us.
+    # backward: 100 steps of the hidden state's gradient (10 x 32 x 8: 1 us x 8 (K) x 4 (N) = 32 us), the input's
+    # (1000 x 32 x 4: 100 x 8 x 2 = 1,600 us), the weights' (32 x 1000 x 4: 3.2 x 250 (K beyond 64, in proportion)
+    # x 2 = 1,600 us; 32 x 1000 x 8: 3.2 x 250 x 4 = 3,200 us): 9,600 us; gates twice the forward's: 208 us. 9,808 us.
+    assert_parts(found, parts(host=10 * US, compute=(4_904 + 9_808) * US))
+
 def test_sized_figures_are_read_at_the_operations_flops_per_call():
     # 1e12 FLOP/s below 1e9 FLOPs per call, 1e13 from there: 1e8 / 1e12 = 100 us and 1e10 / 1e13 = 1 ms.
     target = gpu(matmul_flops=lambda flops: 1e12 if flops < 1e9 else 1e13)

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from core import devices, profiles, settings
+from core import devices, ownmodel, profiles, settings, standin_onednn
 from core.cli import main
 
 MODEL_FILE = '''
@@ -17,6 +17,17 @@ def broken():
 
 def not_a_model():
     return 42
+
+class Tagger(torch.nn.Module):  # token ids in, a tag per token out
+    def __init__(self):
+        super().__init__()
+        self.embed, self.lstm, self.out = torch.nn.Embedding(1000, 16), torch.nn.LSTM(16, 32), torch.nn.Linear(32, 5)
+
+    def forward(self, ids):
+        return self.out(self.lstm(self.embed(ids))[0])
+
+def tagger():
+    return Tagger()
 '''
 
 
@@ -102,6 +113,23 @@ def test_your_own_model_on_cpus_alone_says_nothing_of_a_gpu(capsys, calibrated, 
     assert "  this machine's CPU: " in out and "GPU" not in out and "crossover" not in out
 
 
+def test_your_own_model_may_take_indices(capsys, calibrated, model_file):
+    assert main(["predict", "--model", f"{model_file}:tagger", "--input", "8x20:int64", "--on", "t4", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [entry["device"] for entry in found] == ["this", "t4"]
+    assert all(entry["params"] == {"input": "8x20:int64"} and entry["predicted_s"] > 0 for entry in found)
+
+
+@pytest.mark.parametrize("on_gpu, fused", [(False, "aten.mkldnn_rnn_layer"), (True, "aten._cudnn_rnn")])
+def test_your_own_lstm_is_counted_as_the_device_runs_it(model_file, on_gpu, fused):
+    if not (on_gpu or standin_onednn.runs_lstm()):
+        pytest.skip("this torch runs a CPU LSTM step by step (no oneDNN)")
+    spec = f"{model_file}:tagger"
+    found = ownmodel.take(ownmodel.load(spec), ownmodel.parse_input("8x20:int64"), False, on_gpu)
+    names = {op["op"] for op in found["ops"]}
+    assert fused in names and "aten.embedding" in names and "aten.sigmoid_" not in names
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--model", "{file}:nothing", "--input", "8x84"], "has no function nothing"),
     (["--model", "{file}:broken", "--input", "8x84"], "broken() raised RuntimeError: no weights here"),
@@ -113,6 +141,9 @@ def test_your_own_model_on_cpus_alone_says_nothing_of_a_gpu(capsys, calibrated, 
     (["--model", "missing.py:build", "--input", "8x84"], "is not a Python file here"),
     (["--model", "{file}", "--input", "8x84"], "is not path/to/file.py:build_fn"),
     (["matmul", "--input", "8x84"], "--input: goes with --model only"),
+    (["--model", "{file}:tagger", "--input", "8x20"], "wants an integer input: --input 8x20:int64"),
+    (["--model", "{file}:build", "--input", "8x84:float16"], "not one of float32, int64, int32 (half precision"),
+    (["--model", "{file}:build", "--input", "8x84:int8"], "the element type 'int8' is not one of float32, int64"),
     ([], "name an experiment"),
 ])
 def test_model_errors_name_the_field(capsys, calibrated, model_file, argv, message):
