@@ -1,7 +1,7 @@
 """Your own model, predicted: `python -m core predict --model path/to/file.py:build_fn --input 512x84`.
 The file is the user's own code, run in the user's own process (the CLI only, never from the browser,
-refused on a read-only instance). Its unit is one call: a forward pass under no_grad, or with `train` a
-training step (forward, the output's mean as the loss, backward, an Adam step).
+refused on a read-only instance). Its unit is one call: a forward pass for inference (eval mode, no_grad), or with
+`train` a training step (train mode: forward, the output's mean as the loss, backward, an Adam step).
 
 Every census here is taken on the meta device, which computes nothing: a batch of a million rows costs
 no more to count than a batch of one. On the GPU's stand-in each call first copies its input from pageable
@@ -101,7 +101,7 @@ def _import(path: Path):
 def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dict:
     """The census of one call on the meta device: on the GPU's stand-in (`on_gpu`) the input is copied in
     from pageable host memory first."""
-    model = model.to(devices.STAND_IN)
+    model = model.to(devices.STAND_IN).train(train)  # a forward is inference: no dropout, batch norm's running stats
     optimizer = torch.optim.Adam(model.parameters()) if train else None
     # On the host, one element seen at every index: the copy is counted at its full size, never allocated.
     dtype = DTYPES[given.dtype]
@@ -172,7 +172,7 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
 
 def report_text(found: list[dict], spec: str, train: bool) -> str:
     """The report for people: per target its predicted time and parts, and for a GPU its crossover."""
-    what = "one training step (forward, mean loss, backward, Adam)" if train else "one forward (no_grad)"
+    what = "one training step (forward, mean loss, backward, Adam)" if train else "one forward (eval, no_grad)"
     lines = [f"{clip(spec)}: {what} on input {found[0]['params']['input']}, predicted (not measured):"]
     for entry in found:
         parts = costmodel.shares_text(entry["parts"], entry["predicted_s"])

@@ -130,6 +130,15 @@ def test_your_own_lstm_is_counted_as_the_device_runs_it(model_file, on_gpu, fuse
     assert fused in names and "aten.embedding" in names and "aten.sigmoid_" not in names
 
 
+def test_your_own_model_s_forward_is_inference_and_its_training_step_trains(tmp_path):
+    path = tmp_path / "dropping.py"
+    path.write_text("import torch\n\ndef build():\n    return torch.nn.Sequential(torch.nn.Linear(8, 8), "
+                    "torch.nn.Dropout(0.5))\n")
+    model, given = ownmodel.load(f"{path}:build"), ownmodel.parse_input("4x8")
+    assert "aten.bernoulli_" not in {op["op"] for op in ownmodel.take(model, given, False, False)["ops"]}
+    assert "aten.bernoulli_" in {op["op"] for op in ownmodel.take(model, given, True, False)["ops"]}
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--model", "{file}:nothing", "--input", "8x84"], "has no function nothing"),
     (["--model", "{file}:broken", "--input", "8x84"], "broken() raised RuntimeError: no weights here"),
