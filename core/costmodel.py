@@ -27,8 +27,8 @@ The rules on a GPU target, per operation call:
   few columns runs far below the FLOP rate). oneDNN's fused LSTM layer on a CPU (mkldnn_rnn_layer) costs its
   GEMMs as those GEMMs would: the input's over every step at once and the hidden state's once per step (its
   backward: the hidden state's gradient per step, the input's and both weights' over every step), and its gates'
-  element-wise work, LSTM_GATE_ELEMENTS per step, row and hidden unit, at elementwise_rate. Other work off the
-  unit's device is shape inference on the meta device: it computes nothing.
+  element-wise work, LSTM_GATE_ELEMENTS per step, row and hidden unit, each step at elementwise_rate for that
+  many elements. Other work off the unit's device is shape inference on the meta device: it computes nothing.
 - Python no operation shows: a stretch's module calls cost module_call_seconds for their class (Linear,
   Conv1d, ReLU, ...: the module's Python beyond its operations) or module_call (a bare module's) for a class
   the host did not measure, and its optimiser steps optimizer_step each, on the host.
@@ -309,10 +309,9 @@ def _onednn_lstm_seconds(op: dict, host) -> float:
     else:
         gemms = [(batch, gates, hidden, steps), (rows, gates, inputs, 1), (gates, rows, inputs, 1),
                  (gates, rows, hidden, 1)]
-    elements = steps * batch * hidden * LSTM_GATE_ELEMENTS[op["op"]]
-    gates_work = _work_seconds({"op": op["op"], "formula": False, "flops": elements, "bytes": 0}, host,
-                               "elementwise_rate")
-    return gates_work + sum(times * _host_work(_gemm_op(m, k, n), host) for m, k, n, times in gemms)
+    per_step = batch * hidden * LSTM_GATE_ELEMENTS[op["op"]]  # each step's gates, at the rate of a call that size
+    gates = _work_seconds({"op": op["op"], "formula": False, "flops": per_step, "bytes": 0}, host, "elementwise_rate")
+    return steps * gates + sum(times * _host_work(_gemm_op(m, k, n), host) for m, k, n, times in gemms)
 
 
 def _gemm_op(m: int, k: int, n: int) -> dict:

@@ -420,14 +420,17 @@ LSTM_SHAPES = [[100, 10, 4], [32, 4], [32, 8], [32], [32], [10, 8], [10, 8]]
 def test_onednn_s_lstm_layer_costs_its_gemms_on_the_grid_and_its_gates_at_the_element_wise_rate():
     forward = gemm("aten.mkldnn_rnn_layer", LSTM_SHAPES, 0)
     backward = gemm("aten.mkldnn_rnn_layer_backward", LSTM_SHAPES + [[100, 10, 8]], 0)
+    # the element-wise rate 1e9 for calls of up to 10,000 elements, 1e8 for larger ones
     found = predict(census([forward, backward], [stretch([(0, 1), (1, 1)])], device="cpu"),
-                    cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID))
+                    cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID,
+                        elementwise_rate=lambda flops: 1e9 if flops <= 10_000 else 1e8))
     # forward: the input's GEMM over all 1,000 rows (1000 x 4 x 32: 1 us x 100 x 16 = 1,600 us), then 100 steps of
-    # the hidden state's (10 x 8 x 32: 1 us x 2 (K) x 16 = 32 us): 4,800 us; gates 100 x 10 x 8 x 13 = 104,000
-    # elements at 1e9 per second: 104 us. 4,904 us.
+    # the hidden state's (10 x 8 x 32: 1 us x 2 (K) x 16 = 32 us): 4,800 us; gates 10 x 8 x 13 = 1,040 elements a
+    # step at 1e9 per second, 100 steps: 104 us. 4,904 us.
     # backward: 100 steps of the hidden state's gradient (10 x 32 x 8: 1 us x 8 (K) x 4 (N) = 32 us), the input's
     # (1000 x 32 x 4: 100 x 8 x 2 = 1,600 us), the weights' (32 x 1000 x 4: 3.2 x 250 (K beyond 64, in proportion)
-    # x 2 = 1,600 us; 32 x 1000 x 8: 3.2 x 250 x 4 = 3,200 us): 9,600 us; gates twice the forward's: 208 us. 9,808 us.
+    # x 2 = 1,600 us; 32 x 1000 x 8: 3.2 x 250 x 4 = 3,200 us): 9,600 us; gates twice the forward's (2,080 elements a
+    # step, still at 1e9): 208 us. 9,808 us.
     assert_parts(found, parts(host=10 * US, compute=(4_904 + 9_808) * US))
 
 def test_sized_figures_are_read_at_the_operations_flops_per_call():
