@@ -22,7 +22,6 @@ from torch.nn.modules import rnn as torch_rnn
 from core import devices
 
 aten = torch.ops.aten
-LSTM_GATES = 4
 ONEDNN_LSTM = 2  # ideep's rnn_kind for an LSTM: mkldnn_rnn_layer's mode
 WEIGHTS_PER_LAYER = (2, 4)  # without and with biases; an LSTM with a projection has one more, and no oneDNN path
 
