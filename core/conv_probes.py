@@ -5,7 +5,7 @@ rate at the same FLOPs on the AMD EPYC). The figure is keyed by the probe's inpu
 from functools import lru_cache
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import conv_flop_count
 
 CHANNELS = 16  # the input channels of core.profiles.CONV_PROBES, whose rates conv_flops holds
 # A probe is (layer, its in and out channels and kernel, padding); these by the rank of their input
@@ -18,11 +18,14 @@ def layer(probe: tuple, device: str) -> torch.nn.Module:
 
 
 def forward_flops(probe: tuple, shape: tuple[int, ...]) -> float:
-    """FLOPs of one forward call of a probe's layer on an input of `shape`, counted by torch.utils.flop_counter on
-    the meta device."""
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        layer(probe, "meta")(torch.empty(shape, device="meta"))
-    return float(counter.get_total_flops())
+    """FLOPs of one forward call of a probe's layer on an input of `shape`, by torch.utils.flop_counter's formula for
+    a convolution (stride 1: each spatial size grows by twice the padding less the kernel's reach). No layer is
+    built: building one imports torch._dynamo, over a second, on the pages that read a profile."""
+    _, (_, out_channels, kernel), padding = probe
+    spatial = shape[2:]
+    weight = [out_channels, shape[1], *(kernel,) * len(spatial)]
+    out = [shape[0], out_channels, *(size + 2 * padding - kernel + 1 for size in spatial)]
+    return float(conv_flop_count(list(shape), weight, out))
 
 
 def one_channel(rank: int, device: str) -> torch.nn.Module:

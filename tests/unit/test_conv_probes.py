@@ -1,8 +1,10 @@
 """The one-channel convolution probes: each size's FLOPs (counted on the meta device) and the rates grouped by
 the rank of the input, which tells Conv1d from Conv2d."""
 import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
 
-from core import conv_probes, costmodel, hardware
+from core import conv_probes, costmodel, hardware, profiles
 
 
 @pytest.mark.parametrize("size, rank, flops", [
@@ -12,6 +14,16 @@ from core import conv_probes, costmodel, hardware
 ])
 def test_a_probe_size_counts_its_layer_s_flops_by_hand(size, rank, flops):
     assert conv_probes.call_flops(size) == (rank, flops)
+
+
+@pytest.mark.parametrize("probe, shape", [
+    (conv_probes.ONE_CHANNEL[3], (1, 1, 4)), (conv_probes.ONE_CHANNEL[4], (8, 1, 2, 2)),
+    (profiles.CONV_PROBES["conv1d_flops"], (8, 16, 2048)), (profiles.CONV_PROBES["conv2d_flops"], (1, 16, 2, 2)),
+])
+def test_the_formula_counts_what_flop_counter_counts_running_the_layer(probe, shape):
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        conv_probes.layer(probe, "meta")(torch.empty(shape, device="meta"))
+    assert conv_probes.forward_flops(probe, shape) == counter.get_total_flops() > 0
 
 
 def test_rates_are_grouped_by_rank_in_increasing_flops():
