@@ -6,8 +6,7 @@ refused on a read-only instance). Its unit is one call: a forward pass for infer
 Every census here is taken on the meta device, which computes nothing: a batch of a million rows costs
 no more to count than a batch of one. On the GPU's stand-in each call first copies its input from pageable
 host memory, as a loop over host data does, and runs as on CUDA (core.standin.playing_cuda); on the CPU's the
-input is where it is used, and an nn.LSTM runs as oneDNN's layers (core.standin_onednn), as torch runs it on a
-CPU."""
+input is where it is used, and nn.RNN, nn.LSTM and nn.GRU run as torch runs them on a CPU (core.standin_cpu_rnn)."""
 import importlib.util
 import math
 import sys

@@ -16,7 +16,7 @@ from unittest import mock
 from torch.optim import optimizer as torch_optimizer
 from torch.utils import _foreach_utils
 
-from core import census, devices, standin_onednn, standin_rnn, timing
+from core import census, devices, standin_cpu_rnn, standin_rnn, timing
 from core.experiments.base import Experiment, Point, RunState, SkipPoint
 
 # torch's lists of the device types that have foreach, fused and capturable optimiser kernels: its optimisers
@@ -76,8 +76,9 @@ def _prepare(workload: timing.Workload) -> None:
 
 
 def playing_cpu():
-    """Within it, nn.LSTM runs stand-in tensors as torch runs them on a CPU (core.standin_onednn)."""
-    return standin_onednn.as_onednn()
+    """Within it, nn.RNN, nn.LSTM and nn.GRU run stand-in tensors as torch runs them on a CPU
+    (core.standin_cpu_rnn)."""
+    return standin_cpu_rnn.as_cpu()
 
 
 @contextmanager

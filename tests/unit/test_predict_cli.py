@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from core import devices, ownmodel, profiles, settings, standin_onednn
+from core import devices, ownmodel, profiles, settings, standin_cpu_rnn
 from core.cli import main
 
 MODEL_FILE = '''
@@ -122,7 +122,7 @@ def test_your_own_model_may_take_indices(capsys, calibrated, model_file):
 
 @pytest.mark.parametrize("on_gpu, fused", [(False, "aten.mkldnn_rnn_layer"), (True, "aten._cudnn_rnn")])
 def test_your_own_lstm_is_counted_as_the_device_runs_it(model_file, on_gpu, fused):
-    if not (on_gpu or standin_onednn.runs_lstm()):
+    if not (on_gpu or standin_cpu_rnn.runs_lstm()):
         pytest.skip("this torch runs a CPU LSTM step by step (no oneDNN)")
     spec = f"{model_file}:tagger"
     found = ownmodel.take(ownmodel.load(spec), ownmodel.parse_input("8x20:int64"), False, on_gpu)

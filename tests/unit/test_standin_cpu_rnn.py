@@ -1,13 +1,13 @@
-"""nn.LSTM on the stand-in as torch runs it on a CPU with oneDNN: checked against the census of the same module on
-the CPU itself, and its FLOPs against counts worked out by hand."""
+"""Recurrent layers on the stand-in as torch runs them on a CPU (oneDNN's LSTM layer, the CPU's loop for the others):
+checked against the census of the same module on the CPU itself, and the fused layer's FLOPs against counts worked
+out by hand."""
 import pytest
 import torch
 from torch import nn
 
-from core import census, standin, standin_onednn
+from core import census, standin, standin_cpu_rnn
 
-pytestmark = pytest.mark.skipif(not standin_onednn.runs_lstm(),
-                                reason="this torch runs a CPU LSTM step by step (no oneDNN): nothing to play")
+ONEDNN = pytest.mark.skipif(not standin_cpu_rnn.runs_lstm(), reason="this torch has no oneDNN LSTM to play")
 FUSED = ("aten.mkldnn_rnn_layer", "aten.mkldnn_rnn_layer_backward")
 STEP_OPS = {"aten.sigmoid_", "aten.tanh", "aten.tanh_", "aten.unsafe_split"}
 
@@ -33,6 +33,7 @@ def on_both(build, shape, train: bool) -> tuple[dict[str, int], dict[str, int]]:
     return cpu, stand_in
 
 
+@ONEDNN
 @pytest.mark.parametrize("build, shape", [
     (lambda: nn.LSTM(8, 16, batch_first=True), (4, 5, 8)),
     (lambda: nn.LSTM(8, 16, num_layers=2, bidirectional=True), (5, 4, 8)),
@@ -46,6 +47,7 @@ def test_an_lstm_on_the_stand_in_issues_what_the_cpu_issues(build, shape, train)
     assert not STEP_OPS & stand_in.keys()
 
 
+@ONEDNN
 def test_dropout_between_layers_is_issued_in_training_as_on_the_cpu():
     cpu, stand_in = on_both(lambda: nn.LSTM(8, 16, num_layers=3, dropout=0.5), (5, 4, 8), train=True)
     assert stand_in["aten.mkldnn_rnn_layer"] == 3
@@ -54,13 +56,33 @@ def test_dropout_between_layers_is_issued_in_training_as_on_the_cpu():
 
 
 @pytest.mark.parametrize("build, shape", [
-    (lambda: nn.LSTM(8, 16, proj_size=4), (5, 4, 8)),  # torch has no oneDNN path for a projection
-    (lambda: nn.GRU(8, 16), (5, 4, 8)),                # nor for a GRU
+    (lambda: nn.GRU(8, 16, batch_first=True), (4, 5, 8)),
+    (lambda: nn.GRU(8, 16, num_layers=2, bidirectional=True, dropout=0.5), (5, 4, 8)),
+    (lambda: nn.GRU(8, 16, bias=False), (5, 4, 8)),
+    (lambda: nn.RNN(8, 16, num_layers=2, batch_first=True), (4, 5, 8)),
+    (lambda: nn.RNN(8, 16, nonlinearity="relu", bidirectional=True), (5, 4, 8)),
+    (lambda: nn.LSTM(8, 16, proj_size=4, num_layers=2), (5, 4, 8)),  # torch has no oneDNN path for a projection
+    (lambda: nn.LSTM(8, 16, proj_size=4, bias=False, bidirectional=True, batch_first=True), (4, 5, 8)),
 ])
-def test_what_the_cpu_runs_step_by_step_stays_step_by_step(build, shape):
-    cpu, stand_in = on_both(build, shape, train=False)
+@pytest.mark.parametrize("train", [False, True])
+def test_what_the_cpu_loops_over_runs_its_loop_on_the_stand_in(build, shape, train):
+    cpu, stand_in = on_both(build, shape, train)
     assert not any(name in found for name in FUSED for found in (cpu, stand_in))
-    assert STEP_OPS & cpu.keys() and STEP_OPS & stand_in.keys()
+    assert stand_in == cpu
+    assert shapes(build(), torch.randn(shape)) == shapes(build().to("meta"), torch.empty(shape, device="meta"))
+
+
+def shapes(module: nn.Module, x: torch.Tensor) -> list:
+    """The shapes of the output and the final states of one forward, the stand-in playing the CPU."""
+    with standin.playing_cpu(), torch.no_grad():
+        output, state = module(x)
+    return [tuple(t.shape) for t in (output, *(state if isinstance(state, tuple) else (state,)))]
+
+
+def test_the_cpu_s_loop_projects_every_step_s_input_at_once():
+    found = calls(nn.GRU(8, 16).to("meta"), torch.empty(5, 4, 8, device="meta"), train=False)
+    # one linear over the 5 steps' inputs and one per step for the hidden state, not two per step
+    assert found["aten.addmm"] + found.get("aten.mm", 0) == 1 + 5
 
 
 def test_a_packed_sequence_keeps_the_step_by_step_operations():
@@ -71,6 +93,7 @@ def test_a_packed_sequence_keeps_the_step_by_step_operations():
     assert not any(name in found for name in FUSED) and STEP_OPS & found.keys()
 
 
+@ONEDNN
 def test_the_fused_layer_s_flops_are_its_gemms():
     lstm = nn.LSTM(8, 16, num_layers=2, bidirectional=True, device="meta")
     x = torch.empty(5, 4, 8, device="meta")  # 5 steps, batch 4
