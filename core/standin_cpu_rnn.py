@@ -74,27 +74,36 @@ def _onednn_lstm(input, hx, weights, has_biases, num_layers, dropout, train, bid
     with torch._C.DisableTorchFunction():
         directions = 2 if bidirectional else 1
         per_layer = _per_layer(weights, num_layers, bidirectional)
-        hidden = hx[0].shape[-1]
-        layer_input = (input.transpose(0, 1) if batch_first else input).contiguous()
-        hy, cy = [], []
-        for layer in range(num_layers):
-            outputs = []
-            for direction in range(directions):
-                index = layer * directions + direction
-                w_ih, w_hh, *biases = weights[index * per_layer:(index + 1) * per_layer]
-                # without biases, C++ passes zeros of the weights' shapes in their place
-                biases = biases or [torch.zeros(w.shape, dtype=w.dtype, device=w.device) for w in (w_ih, w_hh)]
-                output, h, c, _ = aten.mkldnn_rnn_layer(
-                    layer_input, w_ih, w_hh, *biases, hx[0][index], hx[1][index], direction > 0, [], ONEDNN_LSTM,
-                    hidden, num_layers, has_biases, bidirectional, False, train)
-                outputs.append(output)
-                hy.append(h)
-                cy.append(c)
-            layer_input = outputs[0] if directions == 1 else torch.cat(outputs, -1)
-            if dropout and train and layer < num_layers - 1:
-                layer_input = torch.dropout(layer_input, dropout, True)
-        output = layer_input.transpose(0, 1) if batch_first else layer_input
-        return output, torch.stack(hy), torch.stack(cy)
+
+        def fused_layer(index: int, layer_input):
+            w_ih, w_hh, *biases = weights[index * per_layer:(index + 1) * per_layer]
+            # without biases, C++ passes zeros of the weights' shapes in their place
+            biases = biases or [torch.zeros(w.shape, dtype=w.dtype, device=w.device) for w in (w_ih, w_hh)]
+            output, h, c, _ = aten.mkldnn_rnn_layer(
+                layer_input, w_ih, w_hh, *biases, hx[0][index], hx[1][index], index % directions == 1, [],
+                ONEDNN_LSTM, hx[0].shape[-1], num_layers, has_biases, bidirectional, False, train)
+            return output, (h, c)
+        time_first = (input.transpose(0, 1) if batch_first else input).contiguous()
+        output, finals = _layer_stack(fused_layer, time_first, num_layers, directions, dropout, train)
+        output = output.transpose(0, 1) if batch_first else output
+        return output, torch.stack([h for h, _ in finals]), torch.stack([c for _, c in finals])
+
+
+def _layer_stack(run_layer, layer_input, num_layers: int, directions: int, dropout: float, train: bool):
+    """Every layer and direction (`run_layer(index, its input)` -> its output and final state), each layer's
+    directions' outputs joined, dropout between layers when training: the last layer's output and every final
+    state, in order."""
+    finals = []
+    for layer in range(num_layers):
+        outputs = []
+        for direction in range(directions):
+            output, final = run_layer(layer * directions + direction, layer_input)
+            outputs.append(output)
+            finals.append(final)
+        layer_input = outputs[0] if directions == 1 else torch.cat(outputs, -1)
+        if dropout and train and layer < num_layers - 1:
+            layer_input = torch.dropout(layer_input, dropout, True)
+    return layer_input, finals
 
 
 class _Params(NamedTuple):
@@ -144,24 +153,17 @@ def _cpu_loop(name, input, hx, weights, has_biases, num_layers, dropout, train, 
     with torch._C.DisableTorchFunction():  # as in _onednn_lstm
         directions = 2 if bidirectional else 1
         per_layer = _per_layer(weights, num_layers, bidirectional)
-        layer_input = input.transpose(0, 1) if batch_first else input
         states = list(zip(hx[0].unbind(0), hx[1].unbind(0))) if name == "lstm" else list(hx.unbind(0))
-        finals = []
-        for layer in range(num_layers):
-            outputs = []
-            for direction in range(directions):
-                index = layer * directions + direction
-                params = _params(weights[index * per_layer:(index + 1) * per_layer], has_biases)
-                output, final = _full_layer(CELLS[name], layer_input, states[index], params, direction > 0)
-                outputs.append(output)
-                finals.append(final)
-            layer_input = outputs[0] if directions == 1 else torch.cat(outputs, outputs[0].dim() - 1)
-            if dropout and train and layer < num_layers - 1:
-                layer_input = torch.dropout(layer_input, dropout, True)
+
+        def looped_layer(index: int, layer_input):
+            params = _params(weights[index * per_layer:(index + 1) * per_layer], has_biases)
+            return _full_layer(CELLS[name], layer_input, states[index], params, index % directions == 1)
+        time_first = input.transpose(0, 1) if batch_first else input
+        output, finals = _layer_stack(looped_layer, time_first, num_layers, directions, dropout, train)
         if name == "lstm":  # C++ transposes an LSTM's output back, and a GRU's or an RNN's in place
-            output = layer_input.transpose(0, 1) if batch_first else layer_input
+            output = output.transpose(0, 1) if batch_first else output
             return output, torch.stack([h for h, _ in finals]), torch.stack([c for _, c in finals])
-        return (layer_input.transpose_(0, 1) if batch_first else layer_input), torch.stack(finals)
+        return (output.transpose_(0, 1) if batch_first else output), torch.stack(finals)
 
 
 def _full_layer(cell, input, state, params: _Params, reverse: bool):
