@@ -5,7 +5,6 @@ CUDA graph through core.graphs)."""
 from functools import lru_cache
 
 import torch
-from sklearn.datasets import load_iris
 from torch import nn
 
 from core import graphs
@@ -30,6 +29,8 @@ class IrisMLP(nn.Module):
 @lru_cache(maxsize=1)
 def iris_data() -> tuple[torch.Tensor, torch.Tensor]:
     """All 150 samples with each feature min-max scaled to [0, 1], and the labels 0..2."""
+    # imported here: scikit-learn takes over a second to import, and every page imports the experiments
+    from sklearn.datasets import load_iris
     bunch = load_iris()
     low, high = bunch.data.min(axis=0), bunch.data.max(axis=0)
     features = (bunch.data - low) / (high - low)

@@ -14,11 +14,7 @@ from core.experiments.base import (LAST_DATA, MEMORY_FRACTION, Experiment, Point
                                    data_resident)
 from core.params import ConfigError, Param
 
-with warnings.catch_warnings():
-    # pytorch-tabnet 4.1 imports spmatrix from scipy.sparse.base, deprecated since SciPy 1.8
-    warnings.filterwarnings("ignore", message=".*scipy.sparse.base.*", category=DeprecationWarning)
-    from pytorch_tabnet.callbacks import Callback
-    from pytorch_tabnet.tab_model import TabNetRegressor
+from pytorch_tabnet.callbacks import Callback
 
 AS_WRITTEN, TUNED = "as written", "tuned"
 # The write-up's constructor call; `seed` (the author's 0) comes from the config.
@@ -185,6 +181,12 @@ def numpy_data(rows: int, seed: int) -> tuple[np.ndarray, ...]:
 
 
 def new_model(device: str, seed: int):
+    # imported here: the model's module imports scikit-learn and SciPy (over a second), and every page imports
+    # the experiments
+    with warnings.catch_warnings():
+        # pytorch-tabnet 4.1 imports spmatrix from scipy.sparse.base, deprecated since SciPy 1.8
+        warnings.filterwarnings("ignore", message=".*scipy.sparse.base.*", category=DeprecationWarning)
+        from pytorch_tabnet.tab_model import TabNetRegressor
     # device_name: pytorch-tabnet hands 'cpu' and 'cuda:N' to torch.device as they are, but turns 'cuda'
     # into 'cpu' without a word when CUDA is missing; ours are always explicit ('cpu', 'cuda:N').
     model = TabNetRegressor(**WRITEUP_HYPERPARAMETERS, seed=seed, device_name=device, verbose=0)
