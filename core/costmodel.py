@@ -300,8 +300,7 @@ def _onednn_lstm_seconds(op: dict, host) -> float:
     cost on the host, and its gates' element-wise work at the host's element-wise rate. The forward: the input's
     GEMM for every step at once, then the hidden state's step by step; the backward: the hidden state's gradient
     step by step, then the input's and both weights' gradients over every step at once."""
-    input_shape, (gates, inputs), (_, hidden) = (op["shapes"][i] for i in range(3))
-    batch = op["shapes"][5][0]  # the layer's initial state: batch x hidden
+    input_shape, (gates, inputs), (_, hidden), batch = _lstm_layer_shapes(op)
     steps = math.prod(input_shape) // (batch * inputs)
     rows = steps * batch
     if op["op"] == ONEDNN_LSTM[0]:
@@ -310,8 +309,21 @@ def _onednn_lstm_seconds(op: dict, host) -> float:
         gemms = [(batch, gates, hidden, steps), (rows, gates, inputs, 1), (gates, rows, inputs, 1),
                  (gates, rows, hidden, 1)]
     per_step = batch * hidden * LSTM_GATE_ELEMENTS[op["op"]]  # each step's gates, at the rate of a call that size
-    gates = _work_seconds({"op": op["op"], "formula": False, "flops": per_step, "bytes": 0}, host, "elementwise_rate")
-    return steps * gates + sum(times * _host_work(_gemm_op(m, k, n), host) for m, k, n, times in gemms)
+    step_work = _work_seconds({"op": op["op"], "formula": False, "flops": per_step, "bytes": 0}, host,
+                              "elementwise_rate")
+    return steps * step_work + sum(times * _host_work(_gemm_op(m, k, n), host) for m, k, n, times in gemms)
+
+
+def _lstm_layer_shapes(op: dict) -> tuple:
+    """A fused LSTM layer's input, input weights, recurrent weights (their shapes) and batch (its initial state's
+    rows), from its operands (input, w_ih, w_hh, b_ih, b_hh, hx, ...)."""
+    shapes = op.get("shapes")
+    if not (isinstance(shapes, list) and len(shapes) >= 6 and all(
+            isinstance(shape, list) and len(shape) >= n and all(isinstance(size, int) and size >= 1 for size in shape)
+            for shape, n in zip(shapes, (3, 2, 2, 0, 0, 2)))):
+        raise PredictionError(f"census: {op['op']}'s shapes: {_shown(shapes)}; expected its input (3 sizes), "
+                              f"weights (2 each), biases and initial state (2), every size a whole number >= 1")
+    return shapes[0], shapes[1][:2], shapes[2][:2], shapes[5][0]
 
 
 def _gemm_op(m: int, k: int, n: int) -> dict:

@@ -433,6 +433,12 @@ def test_onednn_s_lstm_layer_costs_its_gemms_on_the_grid_and_its_gates_at_the_el
     # step, still at 1e9): 208 us. 9,808 us.
     assert_parts(found, parts(host=10 * US, compute=(4_904 + 9_808) * US))
 
+
+def test_a_fused_lstm_layer_without_its_shapes_is_refused_by_name():
+    broken = gemm("aten.mkldnn_rnn_layer", LSTM_SHAPES[:3], 0)  # no initial state
+    with pytest.raises(PredictionError, match=r"aten.mkldnn_rnn_layer's shapes: .* expected its input"):
+        predict(census([broken], [stretch([(0, 1)])], device="cpu"), cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID))
+
 def test_sized_figures_are_read_at_the_operations_flops_per_call():
     # 1e12 FLOP/s below 1e9 FLOPs per call, 1e13 from there: 1e8 / 1e12 = 100 us and 1e10 / 1e13 = 1 ms.
     target = gpu(matmul_flops=lambda flops: 1e12 if flops < 1e9 else 1e13)
