@@ -355,7 +355,8 @@ def _predict_model(args) -> int:
     if all(target.gpu is not None for target in targets):  # the GPUs' crossover is against the CPU that drives them
         targets.insert(0, hardware.resolve(clip(args.host)))
     report = ownmodel.predict(model, given, args.train, targets)
-    print(json.dumps(report, indent=1) if args.json else ownmodel.report_text(report, args.model, args.train))
+    print(json.dumps(report, indent=1) if args.json else
+          ownmodel.report_text(report, args.model, args.train, compiled=ownmodel.eager(model)[1]))
     return 0
 
 

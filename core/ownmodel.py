@@ -84,6 +84,13 @@ def load(spec: str) -> torch.nn.Module:
     return model
 
 
+def eager(model: torch.nn.Module) -> tuple[torch.nn.Module, bool]:
+    """The module a census runs, and whether it came wrapped by torch.compile: the census counts the module's eager
+    operations, never the kernels the compiler would fuse."""
+    inner = getattr(model, "_orig_mod", None)  # torch.compile's OptimizedModule keeps the module it wraps here
+    return (inner, True) if isinstance(inner, torch.nn.Module) else (model, False)
+
+
 def _import(path: Path):
     name = f"crossover_user_model_{abs(hash(path.resolve()))}"
     spec = importlib.util.spec_from_file_location(name, path)
@@ -100,7 +107,7 @@ def _import(path: Path):
 def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dict:
     """The census of one call on the meta device: on the GPU's stand-in (`on_gpu`) the input is copied in
     from pageable host memory first."""
-    model = model.to(devices.STAND_IN).train(train)  # a forward is inference: no dropout, batch norm's running stats
+    model = eager(model)[0].to(devices.STAND_IN).train(train)  # a forward is inference: no dropout, running stats
     optimizer = torch.optim.Adam(model.parameters()) if train else None
     # On the host, one element seen at every index: the copy is counted at its full size, never allocated.
     dtype = DTYPES[given.dtype]
@@ -118,7 +125,7 @@ def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dic
         optimizer.zero_grad(set_to_none=True)
 
     try:
-        # Adam takes its CUDA path on the GPU's stand-in, an LSTM oneDNN's on the CPU's
+        # Adam takes its CUDA path on the GPU's stand-in, a recurrent layer the CPU's path on the CPU's
         with standin.playing_cuda() if on_gpu else standin.playing_cpu():
             call()  # lazy modules and the optimiser's state come to be on the first call
             return census.of(call, devices.STAND_IN).summary()
@@ -169,8 +176,9 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
     return found
 
 
-def report_text(found: list[dict], spec: str, train: bool) -> str:
-    """The report for people: per target its predicted time and parts, and for a GPU its crossover."""
+def report_text(found: list[dict], spec: str, train: bool, compiled: bool = False) -> str:
+    """The report for people: per target its predicted time and parts, and for a GPU its crossover; for a module
+    torch.compile wrapped (`compiled`), that it is predicted as its eager operations."""
     what = "one training step (forward, mean loss, backward, Adam)" if train else "one forward (eval, no_grad)"
     lines = [f"{clip(spec)}: {what} on input {found[0]['params']['input']}, predicted (not measured):"]
     for entry in found:
@@ -184,4 +192,7 @@ def report_text(found: list[dict], spec: str, train: bool) -> str:
     if any("crossover_batch" in entry for entry in found):
         lines.append("The GPU's figures include copying the input from pageable host memory each call; the "
                      f"crossover compares one call at each batch size {SWEEP[0]} to {SWEEP[-1]:,}.")
+    if compiled:
+        lines.append("torch.compile wrapped the module: it is predicted as its eager operations (the census does not "
+                     "see the kernels the compiler would fuse).")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """`python -m core predict`: an experiment's points, your own model, the catalogue; and its errors."""
 import json
+import warnings
 
 import pytest
 
@@ -137,6 +138,17 @@ def test_your_own_model_s_forward_is_inference_and_its_training_step_trains(tmp_
     model, given = ownmodel.load(f"{path}:build"), ownmodel.parse_input("4x8")
     assert "aten.bernoulli_" not in {op["op"] for op in ownmodel.take(model, given, False, False)["ops"]}
     assert "aten.bernoulli_" in {op["op"] for op in ownmodel.take(model, given, True, False)["ops"]}
+
+
+def test_a_compiled_model_is_predicted_as_its_eager_operations_and_says_so(capsys, calibrated, tmp_path):
+    path = tmp_path / "compiled.py"
+    path.write_text("import torch\n\ndef build():\n    return torch.compile(torch.nn.Linear(8, 1))\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["predict", "--model", f"{path}:build", "--input", "4x8", "--on", "this"]) == 0
+    assert not [w for w in caught if "hooks" in str(w.message)]  # the census's module hooks ran on the module alone
+    out = capsys.readouterr().out
+    assert "this machine's CPU: " in out and "predicted as its eager operations" in out
 
 
 @pytest.mark.parametrize("argv, message", [
