@@ -139,7 +139,8 @@ def op_overhead(device: str, effort: Effort) -> dict:
     python = python_costs(device, effort)
     nested = _nested_op_seconds(bare, device, effort)
     return {"op_overhead_autograd": _recording_op_seconds(bare, nested, python, device, effort),
-            "op_overhead_nested": nested, "op_overhead_transformed": _transformed_op_seconds(bare, python, device, effort),
+            "op_overhead_nested": nested, "op_overhead_nested_no_grad": _nested_no_grad_op_seconds(device, effort),
+            "op_overhead_transformed": _transformed_op_seconds(bare, python, device, effort),
             "op_overhead_no_grad": bare, **python}
 
 
@@ -155,6 +156,23 @@ def _transformed_op_seconds(bare: float, python: dict, device: str, effort: Effo
         torch.func.jvp(model, (x,), (torch.ones_like(x),))
     found = _counted(step, device)
     return max((_seconds(step, device, effort) - _module_seconds(found, python)) / found["operations"], bare)
+
+
+def _nested_no_grad_op_seconds(device: str, effort: Effort) -> float:
+    """Host seconds per operation C++ issues outside autograd, its tiny work included: the line through a one-sample
+    GRU's forward under no_grad at two sequence lengths (NESTED_LENGTHS), over the operations it adds (its loop's,
+    every one issued by C++)."""
+    gru = torch.nn.GRU(*NESTED_GRU, batch_first=True)
+    points = []
+    for length in NESTED_LENGTHS:
+        x = torch.randn(1, length, NESTED_GRU[0])
+
+        def forward():
+            with torch.no_grad():
+                gru(x)
+        points.append((_counted(forward, device)["operations"], _seconds(forward, device, effort)))
+    (few, few_s), (many, many_s) = points
+    return max((many_s - few_s) / (many - few), profiles.FIELD["op_overhead_nested_no_grad"].low)
 
 
 def _nested_op_seconds(bare: float, device: str, effort: Effort) -> float:

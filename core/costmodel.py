@@ -11,7 +11,8 @@ The rules on a GPU target, per operation call:
   torch.func transform (vmap, jvp, grad, jacfwd, jacrev) is active (the census's `transformed`), else, when it
   records autograd (its share of backward included), op_overhead_nested if C++ issued it (the census's
   `nested`: a composite's parts, an RNN's loop over its steps) or op_overhead_autograd if Python did (a census
-  taken before it told them apart counts each as Python's), else op_overhead_no_grad. An operation outside them
+  taken before it told them apart counts each as Python's), else op_overhead_nested_no_grad if C++ issued it,
+  else op_overhead_no_grad. An operation outside them
   that does work on the host (on 'cpu', not a kernel of the unit's device) costs its compute there too: max(flops /
   rate, bytes / memory_bandwidth), the rate conv_flops for a convolution (an operation with a FLOP formula and
   'conv' in its name; on a host that timed one-channel convolutions, conv_one_channel_flops at one input
@@ -217,7 +218,7 @@ def _overhead(op: dict, host) -> float:
     if op.get("transformed"):
         return host.value("op_overhead_transformed")
     if not op["autograd"]:
-        return host.value("op_overhead_no_grad")
+        return host.value("op_overhead_nested_no_grad" if op.get("nested") else "op_overhead_no_grad")
     return host.value("op_overhead_nested" if op.get("nested") else "op_overhead_autograd")
 
 

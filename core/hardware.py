@@ -25,7 +25,8 @@ SCHEMA_VERSION = 1
 THIS = "this"
 KINDS = ("cpu", "gpu")
 FIELDS = {
-    "cpu": ("op_overhead_autograd", "op_overhead_nested", "op_overhead_transformed", "op_overhead_no_grad",
+    "cpu": ("op_overhead_autograd", "op_overhead_nested", "op_overhead_nested_no_grad", "op_overhead_transformed",
+            "op_overhead_no_grad",
             "module_call", "module_call_seconds", "optimizer_step", "optimizer_op_overhead",
             "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample",
             "matmul_flops", "conv_flops", "conv_one_channel_flops", "elementwise_rate", "memory_bandwidth",
@@ -52,14 +53,6 @@ UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_elem
               "conv_one_channel_flops": "a convolution with few input channels costs conv_flops' rate, as a "
                                         "16-channel one does",
               **{field: GEMM_BY_FLOPS for field in GEMM_GRIDS}}
-# Scalar figures an older profile lacks: the figure that stands in for each, and what that assumes
-STAND_INS = {"op_overhead_nested": ("op_overhead_autograd", "a recording operation C++ issues costs what a recording "
-                                                            "operation Python issues does"),
-             "op_overhead_transformed": ("op_overhead_autograd", "an operation under a torch.func transform costs "
-                                                                 "what a recording operation Python issues does"),
-             "graph_replay_fixed": ("launch_overhead", "one replay's fixed host cost taken as one kernel launch"),
-             "kernel_enqueue": ("launch_overhead", "a kernel an operation launches from C++ taken as costing what an "
-                                                   "eager operation's launch does")}
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message
 
@@ -347,8 +340,8 @@ def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
             raise HardwareError(str(e)) from None
         note = f"{describe['conv1d_flops']} and {describe['conv2d_flops']}, merged by FLOPs per call"
         return Figure(_value(field, value), source, False, note, source)
-    if field in STAND_INS and field not in section:
-        stand_in, assumed = STAND_INS[field]
+    if field in profiles.STAND_INS and field not in section:
+        stand_in, assumed = profiles.STAND_INS[field]
         return Figure(section[stand_in], source, True, f"not in the profile: {assumed} ({stand_in})", source)
     if field in KEYED:
         if field not in section:

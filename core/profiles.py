@@ -54,6 +54,10 @@ FIELDS = (
           "its steps, a composite's parts), its backward included: the line through a one-sample GRU's forward and "
           "backward at two sequence lengths, less its other ops at op_overhead_no_grad, over the recording ops it "
           "adds", 1e-8, 1e-2, HOST, required=False),
+    Field("op_overhead_nested_no_grad", "s/op", "host time per op that C++ issues outside autograd (an RNN's loop "
+          "in inference, a composite's parts under no_grad), its tiny work included: the line through a one-sample "
+          "GRU's forward under no_grad at two sequence lengths, over the ops it adds", 1e-9, 1e-2, HOST,
+          required=False),
     Field("op_overhead_transformed", "s/op", "host time per op under a torch.func transform (vmap, jvp, "
           "jacfwd, ...: its interpreter's work on every op, and its Python spread over them): a jvp through a "
           "one-sample Linear-Tanh-Linear (1, 4, 4), less its module calls, over its ops", 1e-8, 1e-2, HOST,
@@ -132,6 +136,17 @@ FIELDS = (
           "(torch.cuda._sleep(0), queued behind a spin kernel): each further kernel of an operation that launches "
           "several (cuDNN's recurrent layers)", 1e-8, 1e-2, GPU, required=False),
 )
+FIELD = {f.name: f for f in FIELDS}
+# Scalar figures an older profile lacks: the figure that stands in for each, and what that assumes
+STAND_INS = {"op_overhead_nested": ("op_overhead_autograd", "a recording operation C++ issues costs what a recording "
+                                                            "operation Python issues does"),
+             "op_overhead_nested_no_grad": ("op_overhead_no_grad", "an operation C++ issues outside autograd costs "
+                                                                   "what a bare one Python issues does"),
+             "op_overhead_transformed": ("op_overhead_autograd", "an operation under a torch.func transform costs "
+                                                                 "what a recording operation Python issues does"),
+             "graph_replay_fixed": ("launch_overhead", "one replay's fixed host cost taken as one kernel launch"),
+             "kernel_enqueue": ("launch_overhead", "a kernel an operation launches from C++ taken as costing what an "
+                                                   "eager operation's launch does")}
 
 # Sized fields keyed by something other than a size: the pattern of their keys.
 OP_NAME, COUNT, CLASS_NAME = r"^[a-z_][a-z0-9_]*$", r"^[1-9][0-9]*$", r"^[A-Za-z_][A-Za-z0-9_]*$"

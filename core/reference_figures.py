@@ -9,6 +9,8 @@ A figure {"derive": RULE, "assumption": true, "note": ...} in the catalogue beco
 - "bare_op_ratio": this CPU's op_overhead_no_grad times the geometric mean, over the references that measured the
   figure, of the figure over their own op_overhead_no_grad (Python costs scale with a host's single-thread speed,
   as its bare op does); a keyed figure (per module class) key by key;
+A figure no reference has measured yet, that a profile lacking it stands in for (core.profiles.STAND_INS), is its
+stand-in's, derived by the same rule, and its note says so.
 - "reference": the figure as the newest reference that measured it calibrated it (or the one named by "machine");
 - "loader_growth" (loader_per_sample): up to batch 64 the line through this CPU's batch-1 and batch-64 figures;
   above it, its batch-64 figure times the newest reference's growth over its own batch-64 figure;
@@ -29,7 +31,8 @@ BARE_OP = "op_overhead_no_grad"
 # loader figures, which the reference rule may derive first).
 DERIVABLE = {"reference": ("loader_batch1_per_sample", "loader_batched_per_sample", "op_call_seconds",
                            "op_element_seconds", "narrow_gemm_seconds"),
-             "bare_op_ratio": ("op_overhead_autograd", "op_overhead_nested", "op_overhead_transformed",
+             "bare_op_ratio": ("op_overhead_autograd", "op_overhead_nested", "op_overhead_nested_no_grad",
+                               "op_overhead_transformed",
                                "module_call", "module_call_seconds", "optimizer_step",
                                "optimizer_op_overhead"),
              "loader_growth": ("loader_per_sample",),
@@ -84,6 +87,10 @@ def _derived(field: str, spec: dict, figures: dict, references: list[dict], wher
                               f"names none (only 'reference' does)")
     needs = NEEDS.get(field, (field,))
     measured = [r for r in references if all(f in r["cpu"] for f in needs) and named in (None, r["machine_id"])]
+    if not measured and field in profiles.STAND_INS:  # no reference has measured it yet: derive what stands in for it
+        stand_in, assumed = profiles.STAND_INS[field]
+        found = _derived(stand_in, spec, figures, references, where)
+        return found | {"note": f"{found['note']}; no reference machine has measured {field} yet, so {assumed}"}
     if not measured:
         raise DerivationError(f"{where}: no reference machine's profile has {' and '.join(needs)}; references: "
                               f"{', '.join(r['machine_id'] for r in references) or 'none'}")

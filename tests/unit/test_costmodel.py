@@ -9,7 +9,7 @@ from core.costmodel import PARTS, PredictionError, crossover, per_unit, predict
 US = 1e-6
 CPU_FIGURES = {
     "op_overhead_autograd": 10 * US, "op_overhead_no_grad": 5 * US,
-    "op_overhead_nested": 2 * US, "op_overhead_transformed": 6 * US,
+    "op_overhead_nested": 2 * US, "op_overhead_nested_no_grad": 1 * US, "op_overhead_transformed": 6 * US,
     "module_call": 3 * US, "optimizer_step": 40 * US, "optimizer_op_overhead": 7 * US,
     "module_call_seconds": {"Linear": 4 * US, "Conv1d": 9 * US},  # beyond their ops; other classes: module_call
     # a = 62 us per batch, c = 2 us per sample: L1 = a + c = 64 us, L64 = a / 64 + c = 0.96875 + 2 us
@@ -158,9 +158,10 @@ def test_a_recording_op_costs_by_who_issued_it_python_cpp_or_a_torch_func_transf
         add = op(where="cpu", flops=1, bytes=12, autograd=True, **dict.fromkeys(flags, True))
         assert_parts(predict(census([add], [stretch([(0, 4)])], device="cpu"), cpu()),
                      parts(host=4 * overhead, compute=4 * 1.2e-9))
-    # no grad: the bare op, nested or not; a transformed one still costs the transform's figure
-    bare = op(where="cpu", nested=True)
+    # no grad: Python's bare op 5 us, C++'s 1 us; a transformed one still costs the transform's figure
+    bare, nested = op(where="cpu"), op(where="cpu", nested=True)
     assert_parts(predict(census([bare], [stretch([(0, 1)])], device="cpu"), cpu()), parts(host=5 * US))
+    assert_parts(predict(census([nested], [stretch([(0, 1)])], device="cpu"), cpu()), parts(host=1 * US))
     under = op(where="cpu", transformed=True)
     assert_parts(predict(census([under], [stretch([(0, 1)])], device="cpu"), cpu()), parts(host=6 * US))
     # on a GPU the host side is the same: 2 us dispatch, and the launch 9 - 2 = 7 us beyond it

@@ -19,7 +19,8 @@ def entry(document: dict, name: str) -> dict:
 
 def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
     """A valid profile by hand, with round numbers to follow through the conversion."""
-    cpu = {"op_overhead_autograd": 4e-6, "op_overhead_nested": 2e-6, "op_overhead_transformed": 7e-6,
+    cpu = {"op_overhead_autograd": 4e-6, "op_overhead_nested": 2e-6, "op_overhead_nested_no_grad": 1e-6,
+           "op_overhead_transformed": 7e-6,
            "op_overhead_no_grad": 3e-6, "module_call": 1e-6, "optimizer_step": 4e-5,
            "optimizer_op_overhead": 5e-6, "loader_batch1_per_sample": 30e-6,
            "loader_batched_per_sample": 5e-6, "matmul_flops": {"64": 4e10, "256": 1.5e11},
@@ -264,15 +265,19 @@ def test_a_calibrated_cpu_keeps_its_ops_timed_one_by_one_keyed_by_op(this_profil
 def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_and_says_so(results_dir):
     older = made_profile("older-machine")
     for field in ("op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "loader_per_sample",
-                  "module_call_seconds", "conv_one_channel_flops", "op_overhead_nested", "op_overhead_transformed"):
+                  "module_call_seconds", "conv_one_channel_flops", "op_overhead_nested", "op_overhead_nested_no_grad",
+                  "op_overhead_transformed"):
         del older["cpu"][field]
     cpu = hardware.from_profile(older, "cpu")
     assert sorted(cpu.assumptions) == ["conv_one_channel_flops", "loader_per_sample", "module_call_seconds",
                                        "narrow_gemm_seconds", "op_call_seconds", "op_element_seconds",
-                                       "op_overhead_nested", "op_overhead_transformed"]
+                                       "op_overhead_nested", "op_overhead_nested_no_grad", "op_overhead_transformed"]
     # every recording operation, C++'s and a transform's too, at the one figure the profile has
     assert cpu.value("op_overhead_nested") == cpu.value("op_overhead_transformed") == 4e-6
     assert "a recording operation C++ issues costs what" in cpu.figures["op_overhead_nested"].note
+    # and every other one, C++'s too, at the bare op's
+    assert cpu.value("op_overhead_nested_no_grad") == cpu.value("op_overhead_no_grad") == 3e-6
+    assert "an operation C++ issues outside autograd costs what" in cpu.figures["op_overhead_nested_no_grad"].note
     assert "an operation under a torch.func transform costs" in cpu.figures["op_overhead_transformed"].note
     assert "a convolution with few input channels costs conv_flops' rate" in cpu.figures["conv_one_channel_flops"].note
     assert cpu.value("op_element_seconds") == cpu.value("narrow_gemm_seconds") == {}

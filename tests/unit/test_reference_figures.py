@@ -76,6 +76,22 @@ def test_a_keyed_figure_is_scaled_key_by_key_over_the_references_that_measured_t
         {"Linear": 20 * US, "ReLU": 15 * US})
 
 
+def test_a_figure_no_reference_has_measured_is_its_stand_in_s_and_says_so(tmp_path):
+    # both references calibrated before op_overhead_nested_no_grad was measured: its stand-in, the bare op, has the
+    # ratio 1 to itself on each, so this CPU's figure is its own bare op
+    for machine_id, taken in (("ref-old", "2026-01-01T00:00:00+00:00"), ("ref-new", "2026-02-01T00:00:00+00:00")):
+        reference(tmp_path, machine_id, taken, ("op_overhead_nested_no_grad",))
+    figures = {"op_overhead_no_grad": {"value": 5 * US, "assumption": True, "note": "typed"},
+               "op_overhead_nested_no_grad": derived("bare_op_ratio", "per op C++ issues")}
+    document = catalogue(figures)
+    reference_figures.resolve(document, tmp_path)
+    found = document["hardware"][0]["figures"]["op_overhead_nested_no_grad"]
+    assert found["value"] == pytest.approx(5 * US) and found["assumption"]
+    assert found["note"].startswith("per op C++ issues: this CPU's bare op (5 us, op_overhead_no_grad) times 1,")
+    assert found["note"].endswith("no reference machine has measured op_overhead_nested_no_grad yet, so an operation "
+                                  "C++ issues outside autograd costs what a bare one Python issues does")
+
+
 def test_a_reference_named_for_a_figure_is_the_one_copied(two_references):
     document = catalogue({"op_element_seconds": derived("reference", machine="ref-old")})
     reference_figures.resolve(document, two_references)
@@ -189,10 +205,12 @@ def test_the_shipped_catalogue_derives_its_figures_from_the_shipped_reference_pr
                                                      * math.prod(ratios) ** (1 / len(ratios))), (entry["name"], flops)
             if spec["derive"] == "bare_op_ratio":  # the references' own ratios' geometric mean x this CPU's bare op
                 value = device.value(field)
+                # a figure no reference has measured yet: its stand-in's, as a profile lacking it has it
+                measured = field if any(field in p["cpu"] for p in shipped.values()) else profiles.STAND_INS[field][0]
                 for key, figure in (value.items() if isinstance(value, dict) else [(None, value)]):
-                    needs = reference_figures.NEEDS.get(field, (field,))
-                    ratios = [(p["cpu"][field] if key is None else p["cpu"][field][key]) / p["cpu"]["op_overhead_no_grad"]
-                              for p in shipped.values()
-                              if all(f in p["cpu"] for f in needs) and (key is None or key in p["cpu"][field])]
+                    needs = reference_figures.NEEDS.get(measured, (measured,))
+                    ratios = [(p["cpu"][measured] if key is None else p["cpu"][measured][key])
+                              / p["cpu"]["op_overhead_no_grad"] for p in shipped.values()
+                              if all(f in p["cpu"] for f in needs) and (key is None or key in p["cpu"][measured])]
                     ratio = figure / device.value("op_overhead_no_grad")
                     assert math.isclose(ratio, math.prod(ratios) ** (1 / len(ratios))), (entry["name"], field, key)
