@@ -9,6 +9,7 @@ figure is the median over passes: a record's time is the median of samples sprea
 machine (a shared VM above all) can change speed from one few seconds to the next, so the figures the cost
 model predicts a median with are medians too."""
 import collections
+import functools
 import itertools
 import statistics
 import sys
@@ -162,16 +163,11 @@ def _nested_no_grad_op_seconds(device: str, effort: Effort) -> float:
     """Host seconds per operation C++ issues outside autograd, its tiny work included: the line through a one-sample
     GRU's forward under no_grad at two sequence lengths (NESTED_LENGTHS), over the operations it adds (its loop's,
     every one issued by C++)."""
-    gru = torch.nn.GRU(*NESTED_GRU, batch_first=True)
-    points = []
-    for length in NESTED_LENGTHS:
-        x = torch.randn(1, length, NESTED_GRU[0])
-
-        def forward():
-            with torch.no_grad():
-                gru(x)
-        points.append((_counted(forward, device)["operations"], _seconds(forward, device, effort)))
-    (few, few_s), (many, many_s) = points
+    def forward(gru, x):
+        with torch.no_grad():
+            gru(x)
+    (few, few_s), (many, many_s) = [(found["operations"], seconds)
+                                    for found, seconds in _gru_lengths(forward, device, effort)]
     return max((many_s - few_s) / (many - few), profiles.FIELD["op_overhead_nested_no_grad"].low)
 
 
@@ -179,18 +175,25 @@ def _nested_op_seconds(bare: float, device: str, effort: Effort) -> float:
     """Host seconds per autograd-recording operation that C++ issues (census: nested), its backward included: the
     line through a one-sample GRU's forward and backward at two sequence lengths (NESTED_LENGTHS), less the
     other operations it adds at a bare operation's cost, over the nested recording operations it adds."""
-    gru = torch.nn.GRU(*NESTED_GRU, batch_first=True)
+    def step(gru, x):
+        gru(x)[0].sum().backward()
     points = []
-    for length in NESTED_LENGTHS:
-        x = torch.randn(1, length, NESTED_GRU[0])
-
-        def step():
-            gru(x)[0].sum().backward()
-        ops = _counted(step, device)["ops"]
-        nested = sum(op["calls"] for op in ops if op["autograd"] and op["nested"])
-        points.append((nested, sum(op["calls"] for op in ops) - nested, _seconds(step, device, effort)))
+    for found, seconds in _gru_lengths(step, device, effort):
+        nested = sum(op["calls"] for op in found["ops"] if op["autograd"] and op["nested"])
+        points.append((nested, sum(op["calls"] for op in found["ops"]) - nested, seconds))
     (few, few_other, few_s), (many, many_other, many_s) = points
     return max((many_s - few_s - (many_other - few_other) * bare) / (many - few), bare)
+
+
+def _gru_lengths(run: Callable, device: str, effort: Effort) -> list[tuple[dict, float]]:
+    """`run(gru, x)` on a one-sample GRU (NESTED_GRU) at each of NESTED_LENGTHS: its census summary and seconds."""
+    gru = torch.nn.GRU(*NESTED_GRU, batch_first=True)
+    found = []
+    for length in NESTED_LENGTHS:
+        x = torch.randn(1, length, NESTED_GRU[0])
+        call = functools.partial(run, gru, x)
+        found.append((_counted(call, device), _seconds(call, device, effort)))
+    return found
 
 
 def _recording_op_seconds(bare: float, nested: float, python: dict, device: str, effort: Effort) -> float:

@@ -12,11 +12,11 @@ The rules on a GPU target, per operation call:
   records autograd (its share of backward included), op_overhead_nested if C++ issued it (the census's
   `nested`: a composite's parts, an RNN's loop over its steps) or op_overhead_autograd if Python did (a census
   taken before it told them apart counts each as Python's), else op_overhead_nested_no_grad if C++ issued it,
-  else op_overhead_no_grad. An operation outside them
-  that does work on the host (on 'cpu', not a kernel of the unit's device) costs its compute there too: max(flops /
-  rate, bytes / memory_bandwidth), the rate conv_flops for a convolution (an operation with a FLOP formula and
-  'conv' in its name; on a host that timed one-channel convolutions, conv_one_channel_flops at one input
-  channel, log-linear in the channels up to conv_flops at the 16 of its probes), matmul_flops for another
+  else op_overhead_no_grad. An operation outside them that does work on the host (on 'cpu', not a kernel of the
+  unit's device) costs its compute there too: max(flops / rate, bytes / memory_bandwidth), the rate conv_flops for
+  a convolution (an operation with a FLOP formula and 'conv' in its name; on a host that timed one-channel
+  convolutions, conv_one_channel_flops at one input channel, log-linear in the channels up to conv_flops at the
+  16 of its probes), matmul_flops for another
   formula operation and elementwise_rate for a per-element one (one FLOP per element written); an operation
   the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...) costs at least its line,
   op_call_seconds + op_element_seconds per element written. A GEMM (mm, addmm, bmm, baddbmm) on a host that

@@ -9,8 +9,6 @@ A figure {"derive": RULE, "assumption": true, "note": ...} in the catalogue beco
 - "bare_op_ratio": this CPU's op_overhead_no_grad times the geometric mean, over the references that measured the
   figure, of the figure over their own op_overhead_no_grad (Python costs scale with a host's single-thread speed,
   as its bare op does); a keyed figure (per module class) key by key;
-A figure no reference has measured yet, that a profile lacking it stands in for (core.profiles.STAND_INS), is its
-stand-in's, derived by the same rule, and its note says so.
 - "reference": the figure as the newest reference that measured it calibrated it (or the one named by "machine");
 - "loader_growth" (loader_per_sample): up to batch 64 the line through this CPU's batch-1 and batch-64 figures;
   above it, its batch-64 figure times the newest reference's growth over its own batch-64 figure;
@@ -18,7 +16,9 @@ stand-in's, derived by the same rule, and its note says so.
   matmul_flops there times the geometric mean of the references' convolution rate over their own matmul rate
   at those FLOPs (a small convolution's fixed part, and a convolution's backward, keep it far below a GEMM's);
   below this CPU's smallest matmul size, over their matmul rate at that size; beyond the largest probe, at this
-  CPU's own matmul sizes, at the ratio of the largest."""
+  CPU's own matmul sizes, at the ratio of the largest.
+A figure no reference has measured yet, that a profile lacking it stands in for (core.profiles.STAND_INS), is its
+stand-in's, derived by the same rule, and its note says so."""
 import statistics
 from pathlib import Path
 

@@ -21,11 +21,10 @@ from unittest import mock
 import torch
 from torch.nn.modules import rnn as torch_rnn
 
-from core import devices
+from core import devices, standin_rnn
 
 aten = torch.ops.aten
 ONEDNN_LSTM = 2  # ideep's rnn_kind for an LSTM: mkldnn_rnn_layer's mode
-WEIGHTS_PER_LAYER = (2, 4)  # without and with biases; an LSTM with a projection has one more, and no oneDNN path
 
 
 def runs_lstm() -> bool:
@@ -60,20 +59,16 @@ def as_cpu() -> Iterator[None]:
 
 def _takes_onednn(input, weights, args: tuple) -> bool:
     """Whether torch on a CPU runs this _VF.lstm call (args after the weights) through oneDNN."""
-    num_layers, bidirectional = args[1], args[4]
+    num_layers, bidirectional = args[1], args[4]  # torch has no oneDNN path for a projection
     return (runs_lstm() and input.dtype == torch.float32
-            and _per_layer(weights, num_layers, bidirectional) in WEIGHTS_PER_LAYER)
-
-
-def _per_layer(weights, num_layers: int, bidirectional: bool) -> int:
-    return len(weights) // (num_layers * (2 if bidirectional else 1))
+            and standin_rnn.weights_per_layer(weights, num_layers, bidirectional) not in standin_rnn.PROJECTED)
 
 
 def _onednn_lstm(input, hx, weights, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     # torch functions disabled: the census counts these operations as C++'s after the one call from Python
     with torch._C.DisableTorchFunction():
         directions = 2 if bidirectional else 1
-        per_layer = _per_layer(weights, num_layers, bidirectional)
+        per_layer = standin_rnn.weights_per_layer(weights, num_layers, bidirectional)
 
         def fused_layer(index: int, layer_input):
             w_ih, w_hh, *biases = weights[index * per_layer:(index + 1) * per_layer]
@@ -119,7 +114,7 @@ def _params(weights: list, has_biases: bool) -> _Params:
     """w_ih, w_hh, then b_ih and b_hh with biases, then an LSTM's w_hr with a projection."""
     w_ih, w_hh, *rest = weights
     biases = rest[:2] if has_biases else [None, None]
-    return _Params(w_ih, w_hh, *biases, w_hr=rest[-1] if len(rest) in (1, 3) else None)
+    return _Params(w_ih, w_hh, *biases, w_hr=rest[-1] if len(weights) in standin_rnn.PROJECTED else None)
 
 
 def _gru_cell(step, hidden, p: _Params):
@@ -152,7 +147,7 @@ CELLS = {"gru": _gru_cell, "lstm": _lstm_cell, "rnn_tanh": _simple_cell(torch.ta
 def _cpu_loop(name, input, hx, weights, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     with torch._C.DisableTorchFunction():  # as in _onednn_lstm
         directions = 2 if bidirectional else 1
-        per_layer = _per_layer(weights, num_layers, bidirectional)
+        per_layer = standin_rnn.weights_per_layer(weights, num_layers, bidirectional)
         states = list(zip(hx[0].unbind(0), hx[1].unbind(0))) if name == "lstm" else list(hx.unbind(0))
 
         def looped_layer(index: int, layer_input):

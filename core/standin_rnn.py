@@ -83,7 +83,7 @@ def _weight_buffer(weights: list[torch.Tensor]) -> torch.Tensor:
 
 def _cudnn_rnn(mode: int, input, hx, weights, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     h, c = (hx[0], hx[1]) if mode == MODES["lstm"] else (hx, None)
-    per_layer = len(weights) // (num_layers * (2 if bidirectional else 1))
+    per_layer = weights_per_layer(weights, num_layers, bidirectional)
     gates = GATES[mode]
     hidden = weights[1].shape[0] // gates  # the recurrent weight: (gates x hidden, output size)
     projection = weights[per_layer - 1].shape[0] if per_layer in PROJECTED else 0  # an LSTM's w_hr
@@ -103,6 +103,12 @@ def _fused_cell(name: str, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
             return aten._thnn_fused_gru_cell(input_gates, hidden_gates, h, b_ih, b_hh)[0]
         hy, cy, _ = aten._thnn_fused_lstm_cell(input_gates, hidden_gates, hx[1], b_ih, b_hh)
         return hy, cy
+
+
+def weights_per_layer(weights, num_layers: int, bidirectional: bool) -> int:
+    """How many of a recurrent module's flat weights each layer and direction holds: 2 or 4 (with biases), 3 or 5 for
+    an LSTM with a projection (PROJECTED)."""
+    return len(weights) // (num_layers * (2 if bidirectional else 1))
 
 
 class Layer(NamedTuple):
