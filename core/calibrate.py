@@ -23,8 +23,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from core import (census, conv_probes, costmodel, devices, graphs, heap, module_probes, op_probes, profiles, results,
-                  timing, versions)
+from core import (census, conv_probes, costmodel, devices, graphs, module_probes, op_probes, profiles, results, timing,
+                  versions)
 
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
@@ -35,9 +35,6 @@ TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's traini
 # The nested-op probe: a one-sample GRU's forward and backward over two sequence lengths; its loop over the
 # steps issues its operations from C++, and the line between the lengths prices one of them
 NESTED_GRU, NESTED_LENGTHS = (1, 4), (4, 32)  # input and hidden features; sequence lengths
-# The mapped-output probe: glibc maps from MAPPED_FROM bytes (as the Jacobian's written call runs) while an
-# operation writes a fresh output of each size in pages
-MAPPED_FROM, MAPPED_PAGES = 2**16, (32, 4096)
 TRANSFORMED_MLP = (1, 4, 4)  # the transformed-op probe's Linear-Tanh-Linear, one sample through torch.func.jvp
 # One sample of a short input per conv probe: a small model's layers cost what such a call costs (a fixed
 # part, forward and backward, far above its FLOPs at a larger input's rate), so the sized rates reach down to it.
@@ -403,25 +400,6 @@ def memory_bandwidth(device: str, effort: Effort) -> dict:
     return {"memory_bandwidth": 2 * elements * FLOAT_BYTES / seconds}  # read once, written once
 
 
-def mapped_outputs(device: str, effort: Effort) -> dict:
-    """What an output costs that glibc maps afresh (an allocation at or above its mmap threshold), beyond writing it
-    into memory already mapped: torch.neg into a new tensor less into an existing one, at two sizes while glibc maps
-    from MAPPED_FROM (core.heap), the line through them per page (the pages' faults, the kernel zeroing each, and
-    their unmapping) and per output (the map and unmap calls). Nothing off glibc, which this probe cannot steer."""
-    if not versions.GLIBC:
-        return {}
-    extra = {}
-    with heap.mapping_from(MAPPED_FROM):
-        for pages in MAPPED_PAGES:
-            elements = pages * costmodel.PAGE_BYTES // FLOAT_BYTES
-            source, into = torch.rand(elements), torch.empty(elements)
-            extra[pages] = (_seconds(lambda: torch.neg(source), device, effort)
-                            - _seconds(lambda: torch.neg(source, out=into), device, effort))
-    (few, few_s), (many, many_s) = extra.items()
-    per_page = max((many_s - few_s) / (many - few), 0.0)
-    return {"mapped_output_seconds": max(few_s - few * per_page, 0.0), "mapped_page_seconds": per_page}
-
-
 # GPU probes (each cuda:N).
 
 def launch_and_sync(device: str, effort: Effort) -> dict:
@@ -509,7 +487,6 @@ PROBES = (
     Probe("narrow GEMMs", profiles.HOST, narrow_gemm_cost),
     Probe("GEMM shapes", profiles.HOST, gemm_costs),
     Probe("memory bandwidth", profiles.EVERY, memory_bandwidth),
-    Probe("mapped outputs", profiles.HOST, mapped_outputs),
     Probe("launch and sync", profiles.GPU, launch_and_sync),
     Probe("copies", profiles.GPU, copies),
     Probe("CUDA graph", profiles.GPU, graph_replay),

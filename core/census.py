@@ -28,11 +28,6 @@ The rules, per operation (an `OpKind` holds what its schema and tags say):
   overwrites, nor the inputs of `*_like`/`new_*` factories, which give only a shape); written, the
   mutated arguments of an in-place or `out=` operation, else the outputs. Only kernels move bytes;
   copies between devices are counted as copies.
-- mapped: per call, the outputs of a CPU operation (not an in-place or `out=` one) that glibc maps afresh, and their
-  bytes: those at least the mmap threshold in effect (core.heap: a setting such as the Jacobian's written call runs
-  with) and below its ceiling, which it maps in any process. Their pages fault in as they are written and are
-  unmapped when freed. (glibc serves one from a freed block when it holds one large enough, which depends on what
-  the process did before: the count is what a process that holds none does.)
 
 The meta device stands in for an accelerator: with a unit's tensors on `meta` nothing is computed, and
 the operations that need data are answered as if every meta tensor held zeros (`.item()` is 0, a copy
@@ -78,7 +73,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-from core import graphs, heap, standin_cpu_rnn, standin_rnn, timing
+from core import graphs, standin_cpu_rnn, standin_rnn, timing
 
 aten = torch.ops.aten
 RANGE_ENTER = torch.ops.profiler._record_function_enter_new
@@ -212,14 +207,6 @@ def read_bytes(t: torch.Tensor) -> int:
 
 def _written_bytes(tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
-
-
-def _mapped_afresh(outputs) -> list[int]:
-    """The bytes of each output glibc maps afresh: at least the mmap threshold in effect, below its ceiling."""
-    threshold = heap.mmap_threshold()
-    if threshold is None or threshold >= heap.GLIBC_MMAP_MAX:
-        return []
-    return [size for size in (_written_bytes([t]) for t in outputs) if threshold <= size < heap.GLIBC_MMAP_MAX]
 
 
 # -- the meta device as a stand-in accelerator: its tensors read as zeros --------------------------------
@@ -464,8 +451,7 @@ class Census(TorchDispatchMode):
         self.device = device
         self._stand_in = self._device_type == "meta"
         self.samples = 0
-        # operation id -> [calls, flops, bytes read, bytes written, bytes copied, kernels, outputs mapped afresh,
-        # their bytes], over the counted samples
+        # operation id -> [calls, flops, bytes read, bytes written, bytes copied], over the counted samples
         self.total: dict[int, list[int]] = {}
         self.stretches: dict[tuple, int] = {}  # a stretch's key -> occurrences in the counted samples
         # operation id -> (kind, where, shapes, dtypes, event, autograd, phase, nested, transformed)
@@ -607,7 +593,7 @@ class Census(TorchDispatchMode):
             self._keys.append(key)
         stats = self._lap.get(ident)
         if stats is None:
-            stats = self._lap[ident] = [0, 0, 0, 0, 0, 0, 0, 0]  # as in self.total
+            stats = self._lap[ident] = [0, 0, 0, 0, 0, 0]  # calls, flops, bytes read, written, copied, kernels
         stats[0] += 1
         piece = self._piece
         piece.calls[ident] = piece.calls.get(ident, 0) + 1
@@ -625,10 +611,6 @@ class Census(TorchDispatchMode):
             stats[2] += sum(read_bytes(t) for t in read)
             stats[3] += _written_bytes(written)
             stats[5] += kind.kernels(args, kwargs) if kind.kernels else 1
-            if where == "cpu" and not kind.written:
-                mapped = _mapped_afresh(outputs)
-                stats[6] += len(mapped)
-                stats[7] += sum(mapped)
         if self._syncs(where, event):
             piece.sync = True
             self._pieces.append(piece)
@@ -655,7 +637,7 @@ class Census(TorchDispatchMode):
         for ident, stats in self.total.items():
             _add(merged, self._keys[ident][:5], stats)
         rows = []
-        for (kind, where, shapes, dtypes, event), (calls, flops, read, written, copied, kernels, *_) in merged.items():
+        for (kind, where, shapes, dtypes, event), (calls, flops, read, written, copied, kernels) in merged.items():
             copy = event not in (None, SYNC)
             kernel = kind.launches and not copy and self._on_device(where)
             rows.append({
@@ -685,7 +667,7 @@ class Census(TorchDispatchMode):
         call), "stretches" (each with its operations as [index into ops, calls per occurrence] and
         how often it occurs per sample), "loader" (batches and samples) and "graph_replays"."""
         index, ops = {}, []
-        for ident, (calls, flops, read, written, copied, kernels, mapped, mapped_bytes) in self.total.items():
+        for ident, (calls, flops, read, written, copied, kernels) in self.total.items():
             kind, where, shapes, dtypes, event, autograd, phase, nested, transformed = self._keys[ident]
             launches = self._launches(kind, where, event)
             copy = event is not None and event is not SYNC
@@ -700,9 +682,7 @@ class Census(TorchDispatchMode):
                 "nested": nested, "transformed": transformed,
                 "copy": {"direction": event[0], "pinned": event[1], "bytes": per_sample(copied, calls)} if copy else None,
                 "sync": self._syncs(where, event),
-            } | ({"kernels": per_sample(kernels, calls)} if launches and kernels != calls else {})
-              | ({"mapped": {"outputs": per_sample(mapped, calls), "bytes": per_sample(mapped_bytes, calls)}}
-                 if launches and mapped else {}))
+            } | ({"kernels": per_sample(kernels, calls)} if launches and kernels != calls else {}))
         stretches, batches, loaded, replays = [], 0, 0, 0
         for key, times in self.stretches.items():
             content, sync, stretch_batches, stretch_samples, stretch_replays, modules, steps = key

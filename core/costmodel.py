@@ -29,10 +29,7 @@ The rules on a GPU target, per operation call:
   GEMMs as those GEMMs would: the input's over every step at once and the hidden state's once per step (its
   backward: the hidden state's gradient per step, the input's and both weights' over every step), and its gates'
   element-wise work, LSTM_GATE_ELEMENTS per step, row and hidden unit, each step at elementwise_rate for that
-  many elements. An output glibc maps afresh (the census's `mapped`: at least the mmap threshold in effect and
-  below 32 MiB) costs the host mapped_output_seconds and mapped_page_seconds per 4 KiB page beyond its work; glibc
-  maps a larger one in any process, and the host's rates at such sizes were timed with it. Other work off the
-  unit's device is shape inference on the meta device: it computes nothing.
+  many elements. Other work off the unit's device is shape inference on the meta device: it computes nothing.
 - Python no operation shows: a stretch's module calls cost module_call_seconds for their class (Linear,
   Conv1d, ReLU, ...: the module's Python beyond its operations) or module_call (a bare module's) for a class
   the host did not measure, and its optimiser steps optimizer_step each, on the host.
@@ -98,7 +95,6 @@ ONEDNN_LSTM = ("aten.mkldnn_rnn_layer", "aten.mkldnn_rnn_layer_backward")  # its
 # Element-wise work per step, row and hidden unit of an LSTM layer: what ATen's unfused cell writes (the gates' sum 4,
 # three sigmoids, two tanh, three products, one sum: 13); its backward taken as twice its forward
 LSTM_GATE_ELEMENTS = {"aten.mkldnn_rnn_layer": 13, "aten.mkldnn_rnn_layer_backward": 26}
-PAGE_BYTES = 4096  # the pages glibc maps an allocation in (x86-64 and arm64 Linux)
 MISSING = object()
 
 
@@ -283,24 +279,9 @@ def _conv_weight(op: dict) -> list[int] | None:
 
 
 def _host_work(op: dict, host) -> float:
-    """Seconds of one call's work on a CPU: its compute and the outputs it maps afresh."""
-    return _host_compute(op, host) + _mapped_seconds(op, host)
-
-
-def _mapped_seconds(op: dict, host) -> float:
-    """The outputs of one call that glibc maps afresh (the census's `mapped`), at the host's mapped_output_seconds
-    each and mapped_page_seconds per 4 KiB page of their bytes. A catalogue CPU has neither figure."""
-    mapped = op.get("mapped")
-    if not mapped or "mapped_page_seconds" not in host.figures:
-        return 0.0
-    return (mapped["outputs"] * host.value("mapped_output_seconds")
-            + mapped["bytes"] / PAGE_BYTES * host.value("mapped_page_seconds"))
-
-
-def _host_compute(op: dict, host) -> float:
-    """Seconds of one call's compute on a CPU: a GEMM on a host that timed the GEMM grid its time there; an operation
-    the host has timed one by one (core.op_probes) its line (a fixed part and a part per element written), and a
-    narrow GEMM its left operand's elements, if that is more than its FLOPs' and bytes' time."""
+    """Seconds of one call's work on a CPU: a GEMM on a host that timed the GEMM grid its time there; an operation the
+    host has timed one by one (core.op_probes) its line (a fixed part and a part per element written), and a narrow
+    GEMM its left operand's elements, if that is more than its FLOPs' and bytes' time."""
     if op["op"] in GEMM_GRID and host.value(GEMM_GRID[op["op"]]):
         return _gemm_grid_seconds(op, host)
     if op["op"] in ONEDNN_LSTM:
@@ -520,7 +501,6 @@ OP_FIELDS = {"op": (_is_text, "an operation's name"), "where": (_is_text, "a dev
              "sync": (_is_flag, "true or false")}
 COPY_FIELDS = {"direction": (lambda v: v in DIRECTIONS, f"one of {', '.join(DIRECTIONS)}"),
                "pinned": (_is_flag, "true or false"), "bytes": (_is_amount, "a number >= 0")}
-MAPPED_FIELDS = {"outputs": (_is_amount, "a number >= 0"), "bytes": (_is_amount, "a number >= 0")}
 STRETCH_FIELDS = {"ops": (lambda v: isinstance(v, list), "a list of [operation index, calls]"),
                   "times": (_is_amount, "a number >= 0"), "sync": (_is_flag, "true or false"),
                   "loader_batches": (_is_amount, "a number >= 0"), "loader_samples": (_is_amount, "a number >= 0"),
@@ -550,9 +530,6 @@ def _checked(census) -> tuple[list[dict], list[dict]]:
         if not (_is_amount(op.get("kernels", 1)) and op.get("kernels", 1) >= 1):
             raise PredictionError(f"census.ops[{i}].kernels: {_shown(op['kernels'])}; expected a number >= 1 "
                                   f"(the kernels one call launches)")
-        if "mapped" in op:
-            _check_fields(op["mapped"] if isinstance(op["mapped"], dict) else {}, f"census.ops[{i}].mapped",
-                          MAPPED_FIELDS)
         if op["copy"] is not None:
             _check_fields(op["copy"], f"census.ops[{i}].copy", COPY_FIELDS)
     stretches = _entries(census["stretches"], "census.stretches", STRETCH_FIELDS)

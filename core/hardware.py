@@ -18,7 +18,7 @@ from typing import Mapping
 
 import jsonschema
 
-from core import costmodel, devices, heap, profiles, reference_figures, settings
+from core import costmodel, devices, profiles, reference_figures, settings
 
 CATALOGUE_PATH = Path(__file__).with_name("hardware.json")
 SCHEMA_VERSION = 1
@@ -53,10 +53,6 @@ UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_elem
               "conv_one_channel_flops": "a convolution with few input channels costs conv_flops' rate, as a "
                                         "16-channel one does",
               **{field: GEMM_BY_FLOPS for field in GEMM_GRIDS}}
-# Figures only a calibration holds: a catalogue CPU's predictions come from censuses of processes that map only what
-# glibc maps in any process (32 MiB and more), which its rates were timed with
-CALIBRATED_ONLY = {"cpu": ("mapped_output_seconds", "mapped_page_seconds"), "gpu": ()}
-FLOAT_BYTES = 4
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message
 
@@ -303,8 +299,7 @@ def _value(field: str, value) -> float | tuple[tuple[float, float], ...] | dict[
 def from_profile(profile: dict, device: str) -> Device:
     """A calibrated profile's section ('cpu' or 'cuda:N') as a Device: matmul sizes n as 2n^3 FLOPs per call, the
     conv1d and conv2d probes' input shapes through their layers, merged into conv_flops; graph_replay_fixed and
-    kernel_enqueue taken as launch_overhead, and a mapped output's figures worked out, where the profile lacks them
-    (noted)."""
+    kernel_enqueue taken as launch_overhead where the profile lacks them (noted)."""
     try:
         profiles.validate(profile)
     except profiles.ProfileError as e:
@@ -316,7 +311,7 @@ def from_profile(profile: dict, device: str) -> Device:
                             f"{', '.join(['cpu', *gpus])}")
     kind, section = ("cpu", profile["cpu"]) if device == "cpu" else ("gpu", gpus[device])
     source = f"calibrated on {machine} {profile['taken'][:10]}"
-    figures = {field: _calibrated_figure(field, section, source) for field in FIELDS[kind] + CALIBRATED_ONLY[kind]}
+    figures = {field: _calibrated_figure(field, section, source) for field in FIELDS[kind]}
     name, title = _calibrated_names(profile, device)
     return Device(name, title, kind, "calibrated", figures)
 
@@ -348,10 +343,6 @@ def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
     if field in profiles.STAND_INS and field not in section:
         stand_in, assumed = profiles.STAND_INS[field]
         return Figure(section[stand_in], source, True, f"not in the profile: {assumed} ({stand_in})", source)
-    if field in CALIBRATED_ONLY["cpu"] and field not in section:
-        value, assumed = _unmeasured_mapping(field, section)
-        return Figure(value, source, True, f"not in the profile (calibrated before calibrate measured it): {assumed}",
-                      source)
     if field in KEYED:
         if field not in section:
             return Figure({}, source, True, f"not in the profile (calibrated before calibrate measured it): "
@@ -360,21 +351,6 @@ def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
     if field == "elementwise_rate":
         return Figure(_value(field, section[field]), source, False, describe[field] + ", as FLOPs per call", source)
     return Figure(float(section[field]), source, False, describe.get(field, field), source)
-
-
-def _unmeasured_mapping(field: str, section: dict) -> tuple[float, str]:
-    """A mapped output's figure for a profile without it, and what that assumes: none per output; per page what the
-    largest elementwise add took beyond its bytes at memory_bandwidth, its output being large enough for glibc to map
-    it in any process (else none)."""
-    if field == "mapped_output_seconds":
-        return 0.0, "an output mapped afresh costs its pages alone"
-    elements, rate = max((int(size), rate) for size, rate in section["elementwise_rate"].items())
-    if elements * FLOAT_BYTES < heap.GLIBC_MMAP_MAX:
-        return 0.0, "an output mapped afresh costs what one glibc reuses does (the largest add timed was not mapped)"
-    beyond = max(1 / rate - 3 * FLOAT_BYTES / section["memory_bandwidth"], 0.0)  # per element: two read, one written
-    return beyond * costmodel.PAGE_BYTES / FLOAT_BYTES, ("a page costs what the largest elementwise add (its output "
-                                                         "mapped afresh) took per page beyond its bytes at "
-                                                         "memory_bandwidth")
 
 
 # Names.

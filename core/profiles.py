@@ -97,12 +97,6 @@ FIELDS = (
           "census's count)", 1e6, 1e14, EVERY),
     Field("memory_bandwidth", "B/s", "bytes read + written per second by a large float32 copy_", 1e6, 1e14,
           EVERY),
-    Field("mapped_output_seconds", "s/output", "host time of an output that glibc maps afresh (an allocation of at "
-          "least its mmap threshold that no freed block serves) beyond writing it into memory already mapped, per "
-          "output: the map and unmap calls; the fixed part of a line through torch.neg into a new tensor less into an "
-          "existing one, at 32 and 4096 pages while glibc maps from 64 KiB", 0.0, 1e-2, HOST, required=False),
-    Field("mapped_page_seconds", "s/page", "the same per 4 KiB page of the output: its page fault, the kernel "
-          "zeroing the page, and its share of the unmapping; that line's slope", 0.0, 1e-4, HOST, required=False),
     Field("op_call_seconds", "s/call", "fixed seconds per call, beyond its dispatch, of each operation core.op_probes "
           "lists (its aten name): a line through two sizes of it, where it crosses 0 elements", 0.0, 1e-2, HOST,
           sized=True, required=False),
@@ -165,10 +159,9 @@ OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a 
 GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of hundreds of shapes, two figures each
 
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
-HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"),
-               "s/output": (1e-6, "µs/output"), "s/page": (1e-6, "µs/page"), "s/step": (1e-6, "µs/step"),
-               "s/sample": (1e-6, "µs/sample"), "s/node": (1e-6, "µs/node"), "s/kernel": (1e-6, "µs/kernel"),
-               "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"), "B/s": (1e9, "GB/s")}
+HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
+               "s/node": (1e-6, "µs/node"), "s/kernel": (1e-6, "µs/kernel"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
+               "B/s": (1e9, "GB/s")}
 
 
 CALIBRATION_TIME = "three to four minutes"  # a full calibration on a 2-core CPU (the AMD EPYC: 194-238 s)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from core import calibrate, devices, heap, module_probes, op_probes, profiles, runlock, settings
+from core import calibrate, devices, module_probes, op_probes, profiles, runlock, settings
 from core.cli import main
 
 
@@ -241,24 +241,3 @@ def test_the_cpu_seconds_read_grow_with_work():
     busy, own = calibrate._busy_cpu_seconds(), calibrate._own_cpu_seconds()
     sum(i * i for i in range(3_000_000))
     assert calibrate._own_cpu_seconds() > own and calibrate._busy_cpu_seconds() > busy
-
-
-def test_the_mapped_output_probe_is_a_line_through_two_sizes_timed_while_glibc_maps_them(monkeypatch):
-    settings_made = []
-
-    class Libc:
-        def mallopt(self, parameter, value):
-            settings_made.append((parameter, value))
-            return 1
-
-    # fresh less existing output: 26 us + 1 us a page at 32 pages (58 us) and at 4096 pages (4122 us)
-    timings = iter([60e-6, 2e-6, 4222e-6, 100e-6])
-    monkeypatch.setattr(heap, "_libc", Libc)
-    monkeypatch.setattr(calibrate, "_seconds", lambda fn, device, effort: next(timings))
-    monkeypatch.setattr(calibrate.versions, "GLIBC", True)
-    found = calibrate.mapped_outputs("cpu", calibrate.QUICK)
-    assert found == {"mapped_output_seconds": pytest.approx(26e-6), "mapped_page_seconds": pytest.approx(1e-6)}
-    assert calibrate.MAPPED_PAGES == (32, 4096) and settings_made[0] == (heap.M_MMAP_THRESHOLD, 65536)
-    settings_made.clear()
-    monkeypatch.setattr(calibrate.versions, "GLIBC", False)
-    assert calibrate.mapped_outputs("cpu", calibrate.QUICK) == {} and settings_made == []

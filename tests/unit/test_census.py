@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from core import census, graphs, heap, timing, versions
+from core import census, graphs, timing
 
 FIELDS = {"operations", "kernels", "copies", "h2d_copies", "d2h_copies", "h2d_bytes", "d2h_bytes", "pinned_h2d_bytes",
           "syncs", "flops", "formula_flops", "bytes_moved", "top_by_count", "top_by_flops", "samples", "device",
@@ -219,31 +219,6 @@ def test_each_operation_of_a_toy_step_says_what_it_is_per_call(device):
                                    "sync": True, "loader_batches": 0, "loader_samples": 0, "graph_replays": 0,
                                    "module_calls": 1, "module_classes": {"Linear": 1}, "optimizer_steps": 1}]
     assert found["loader"] == {"batches": 0, "samples": 0} and found["graph_replays"] == 0
-
-
-def test_a_cpu_output_at_least_the_mmap_threshold_in_effect_is_counted_as_mapped_afresh(monkeypatch):
-    monkeypatch.setattr(versions, "GLIBC", True)
-    monkeypatch.delenv(versions.MALLOC_ENV, raising=False)
-    monkeypatch.setattr(heap, "_libc", lambda: type("Libc", (), {"mallopt": lambda self, p, v: 1})())
-    big, small, into = torch.ones(40_000), torch.ones(10_000), torch.empty(40_000)  # 160,000 and 40,000 bytes
-
-    def unit():
-        return big * 2, small * 2, torch.neg(big, out=into), big.view(200, 200), into.add_(1), torch.stack([big, big])
-
-    def mapped(found):
-        return {(o["op"], o["shapes"][0][0]): o["mapped"] for o in found["ops"] if "mapped" in o}
-
-    with heap.mapping_from(65536):  # as the Jacobian's written call runs
-        assert mapped(census.of(unit).summary()) == {("aten.mul", 40_000): {"outputs": 1, "bytes": 160_000},
-                                                     ("aten.stack", 40_000): {"outputs": 1, "bytes": 320_000}}
-    # with glibc's own settings it maps in a long loop only what it maps in any process (32 MiB and more)
-    assert mapped(census.of(unit).summary()) == {}
-    monkeypatch.setenv(versions.MALLOC_ENV, "65536")  # or a process started with the variable
-    found = census.of(lambda: (big * 2, torch.ones(2**24) * 2)).summary()
-    assert mapped(found) == {("aten.mul", 40_000): {"outputs": 1, "bytes": 160_000}}
-    assert mapped(census.of(lambda: torch.ones(40_000, device="meta") * 2, "meta").summary()) == {}
-    monkeypatch.setattr(versions, "GLIBC", False)
-    assert mapped(census.of(unit).summary()) == {}
 
 
 def _issued(found: dict, recording: bool = True) -> dict:

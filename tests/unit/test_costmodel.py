@@ -357,20 +357,6 @@ def test_a_host_without_those_figures_costs_every_op_at_the_add_rate():
     assert_parts(found, parts(host=5 * US, compute=1 * US))
 
 
-MAPPING = {"mapped_output_seconds": 20 * US, "mapped_page_seconds": 1 * US}
-
-
-def test_an_output_glibc_maps_afresh_costs_its_mapping_and_its_pages():
-    # three of four calls map their 160,000-byte output: 0.75 outputs and 120,000 bytes per call
-    backward = op("aten.select_backward", where="cpu", flops=1000, bytes=4000,
-                  mapped={"outputs": 0.75, "bytes": 120_000})
-    shape = census([backward], [stretch([(0, 4)])], device="cpu")
-    # 4 calls x (5 us overhead; work max(1 us, 0.4 us) = 1 us + 0.75 x 20 us + 120,000 / 4096 pages x 1 us)
-    assert_parts(predict(shape, cpu(**MAPPING)), parts(host=20 * US, compute=4 * (1 + 15 + 120_000 / 4096) * US))
-    # a host without the figures (a catalogue CPU) prices the work alone, as it does a census taken without `mapped`
-    assert_parts(predict(shape, cpu()), parts(host=20 * US, compute=4 * US))
-
-
 NARROW = {"2": 1e-9, "16": 0.2e-9}  # seconds per element of the left operand, outputs 2-15 and 16+ columns wide
 
 
@@ -523,8 +509,6 @@ def test_crossover_is_the_smallest_value_where_the_gpu_is_faster():
     (census([op(transformed=1)], []), r"census.ops\[0\].transformed: 1; expected true or false"),
     (census([op(kernels=0)], []), r"census.ops\[0\].kernels: 0; expected a number >= 1"),
     (census([op(kernels="65")], []), r"census.ops\[0\].kernels: '65'; expected a number >= 1"),
-    (census([op(mapped=160_000)], []), r"census.ops\[0\].mapped.outputs: missing; expected a number >= 0"),
-    (census([op(mapped={"outputs": 1, "bytes": -1})], []), r"census.ops\[0\].mapped.bytes: -1; expected a number"),
     (census([{"op": "aten.add"}], []), r"census.ops\[0\].where: missing"),
     (census([copy("up")], []), r"census.ops\[0\].copy.direction: 'up'; expected one of h2d, d2h, d2d"),
     (census([TINY_ADD], [stretch([(1, 1)])]), r"census.stretches\[0\].ops\[0\]: \[1, 1\] is not .* below 1"),

@@ -27,7 +27,6 @@ def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
            "conv1d_flops": {"8x16x256": 3e10}, "conv2d_flops": {"8x16x16x16": 5e10},
            "conv_one_channel_flops": {"8x1x256": 3e9, "8x1x16x16": 5e9},
            "elementwise_rate": {"4096": 1e9, "1048576": 2e9}, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10,
-           "mapped_output_seconds": 2e-5, "mapped_page_seconds": 1e-6,
            "op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1e-9, "sort": 3e-9},
            "narrow_gemm_seconds": {"2": 5e-10, "16": 2e-10}, "loader_per_sample": {"1": 30e-6, "64": 5e-6},
            "module_call_seconds": {"Linear": 3e-6, "ReLU": 1e-6},
@@ -238,24 +237,10 @@ def test_a_device_gives_its_figures_and_refuses_a_field_of_another_kind():
 
 # Calibrated profiles.
 
-def test_a_profile_without_the_mapped_output_figures_works_a_page_out_from_its_largest_add():
-    older = made_profile("older-machine")
-    del older["cpu"]["mapped_output_seconds"], older["cpu"]["mapped_page_seconds"]
-    # 2^24 elements (64 MiB, mapped in any process) at 5e8 per second: 2 ns each, of which its 12 bytes at
-    # 1.6e10 B/s take 0.75 ns; the rest, 1.25 ns, is its output's 4-byte share of a page: 1024 x 1.25 ns = 1.28 us
-    older["cpu"]["elementwise_rate"] = {"4096": 1e9, str(2**24): 5e8}
-    cpu = hardware.from_profile(older, "cpu")
-    assert cpu.value("mapped_page_seconds") == pytest.approx(1.28e-6)
-    assert cpu.value("mapped_output_seconds") == 0.0
-    assert "beyond its bytes at memory_bandwidth" in cpu.figures["mapped_page_seconds"].note
-    assert {"mapped_output_seconds", "mapped_page_seconds"} <= set(cpu.assumptions)
-
-
 def test_a_calibrated_cpu_converts_sizes_to_flops_per_call_and_merges_the_convolutions(this_profile):
     cpu = hardware.from_profile(this_profile, "cpu")
     assert (cpu.name, cpu.title, cpu.kind, cpu.origin) == ("this", "this machine's CPU", "cpu", "calibrated")
-    assert set(cpu.figures) == {*hardware.FIELDS["cpu"], *hardware.CALIBRATED_ONLY["cpu"]} and cpu.assumptions == []
-    assert (cpu.value("mapped_output_seconds"), cpu.value("mapped_page_seconds")) == (2e-5, 1e-6)
+    assert set(cpu.figures) == set(hardware.FIELDS["cpu"]) and cpu.assumptions == []
     assert cpu.figures["matmul_flops"].value == ((2 * 64 ** 3, 4e10), (2 * 256 ** 3, 1.5e11))
     conv1d = 2 * 8 * 32 * 256 * 16 * 5  # batch x out channels x output length x in channels x kernel, two FLOPs each
     conv2d = 2 * 8 * 32 * 16 * 16 * 16 * 3 * 3
@@ -281,11 +266,10 @@ def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_a
     older = made_profile("older-machine")
     for field in ("op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "loader_per_sample",
                   "module_call_seconds", "conv_one_channel_flops", "op_overhead_nested", "op_overhead_nested_no_grad",
-                  "op_overhead_transformed", "mapped_output_seconds", "mapped_page_seconds"):
+                  "op_overhead_transformed"):
         del older["cpu"][field]
     cpu = hardware.from_profile(older, "cpu")
-    assert sorted(cpu.assumptions) == ["conv_one_channel_flops", "loader_per_sample", "mapped_output_seconds",
-                                       "mapped_page_seconds", "module_call_seconds",
+    assert sorted(cpu.assumptions) == ["conv_one_channel_flops", "loader_per_sample", "module_call_seconds",
                                        "narrow_gemm_seconds", "op_call_seconds", "op_element_seconds",
                                        "op_overhead_nested", "op_overhead_nested_no_grad", "op_overhead_transformed"]
     # every recording operation, C++'s and a transform's too, at the one figure the profile has
@@ -299,9 +283,6 @@ def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_a
     assert cpu.value("op_element_seconds") == cpu.value("narrow_gemm_seconds") == {}
     assert "these operations cost an add's time" in cpu.figures["op_call_seconds"].note
     assert "a narrow GEMM costs its FLOPs' time" in cpu.figures["narrow_gemm_seconds"].note
-    # its largest add (1 M elements, 4 MB) was not mapped: no page figure to work out
-    assert cpu.value("mapped_output_seconds") == cpu.value("mapped_page_seconds") == 0.0
-    assert "the largest add timed was not mapped" in cpu.figures["mapped_page_seconds"].note
     # the Machines page's table says what its op_overhead_autograd meant then: every recording op, not Python's
     meaning = {row["field"]: row["what it is"] for row in profiles.rows(older)}
     assert "over every recording op, Python's and C++'s alike" in meaning["op_overhead_autograd"]
