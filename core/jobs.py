@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from core import devices, experiments, results, runlock, settings
+from core import devices, experiments, results, runlock, settings, versions
 from core.results import now
 from core.runlock import LOCK_FD_ENV
 
@@ -54,7 +54,7 @@ def _spawn(exp, device_names, preset, config, run_id, lock_fd) -> subprocess.Pop
         command += ["--device", d]
     logs = logs_dir()
     logs.mkdir(parents=True, exist_ok=True)
-    env = os.environ | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"}
+    env = versions.run_environment(exp.malloc_mmap_threshold) | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"}
     with open(logs / f"{run_id}.log", "w") as log:
         unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # the child inherits the mask
         try:

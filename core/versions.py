@@ -38,3 +38,13 @@ def _git(*args: str) -> str:
 
 def environment() -> dict:
     return {name: os.environ.get(name) for name in RECORDED_ENV}
+
+
+def run_environment(mmap_threshold: int | None) -> dict:
+    """The environment a run's process should start with: on glibc, an experiment's malloc mmap threshold
+    (glibc reads it once, at start; a value the user set wins). Only experiments that ask for it get it:
+    it makes every allocation above the threshold a fresh mapping, which slows allocation-heavy loops."""
+    env = dict(os.environ)
+    if mmap_threshold and GLIBC:
+        env.setdefault(MALLOC_ENV, str(mmap_threshold))
+    return env

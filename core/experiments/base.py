@@ -104,6 +104,7 @@ class Experiment:
     params: tuple[Param, ...] = ()
     presets: dict[str, dict] = {}
     variants: tuple[Variant, ...] = ()
+    malloc_mmap_threshold: int | None = None  # glibc: bytes from which a run maps (and unmaps) its allocations
 
     # -- configuration -------------------------------------------------------------------------
     def all_params(self) -> tuple[Param, ...]:

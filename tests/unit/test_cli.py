@@ -1,5 +1,7 @@
 import io
 import json
+import os
+import platform
 import signal
 import subprocess
 import sys
@@ -106,6 +108,16 @@ def test_the_checked_configuration_travels_as_json(capsys, results_dir):
     assert record["config"]["sizes"] == [8, 16] and record["config"]["variants"] == ["numpy"]
     assert main(["run", "matmul", "--config-json", "{not json"]) == 2
     assert "--config-json: not JSON" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the malloc setting is glibc's")
+def test_a_run_from_the_shell_gets_the_malloc_setting_its_experiment_asks_for(results_dir):
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    subprocess.run([sys.executable, "-m", "core", "run", "jacobian", "--device", "cpu", "--preset", "smoke",
+                    "--set", "vals=2", "--set", "per_sample_vals=4", "--set", "variants=tuned"],
+                   cwd=settings.APP_ROOT, env=env, check=True, capture_output=True, timeout=300)
+    [record] = results.load_records(results_dir)
+    assert record["environment"]["MALLOC_MMAP_THRESHOLD_"] == "65536"  # matmul's run gets none: see test_jobs
 
 
 def test_argparse_errors_clip_what_they_echo(capsys):

@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 import torch
 
-from core import analysis as shared, devices, heap, published, results, runner, versions
+from core import analysis as shared, devices, published, results, runner, versions
 from core.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
 from core.experiments.base import Point, RunState, SkipPoint
 from core.experiments.jacobian import analysis, charts, experiment as jacobian, model as net
@@ -20,11 +20,11 @@ CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
 def swept(tmp_path_factory) -> pd.DataFrame:
     """One small CPU run of every method with a free memory that admits the written call at val=10
     but not the vectorized one (whose identity is (400 val)² floats)."""
-    needed = [jacobian.COMPLEXITY[v].bytes(CHECKED_VAL) for v in (jacobian.AS_WRITTEN, jacobian.VECTORIZED)]
-    assert needed[0] < needed[1] / 2
+    heap_kept = jacobian.heap_keeps_blocks("cpu")
+    needed = [jacobian.COMPLEXITY[v].bytes(CHECKED_VAL, heap_kept) for v in (jacobian.AS_WRITTEN, jacobian.VECTORIZED)]
+    assert needed[0] < needed[1]
     patch = pytest.MonkeyPatch()
-    # with memory_fraction 0.5: three quarters of the vectorized call's memory, which the per-sample methods fit in
-    patch.setattr(devices, "free_memory", lambda device: 1.5 * needed[1])
+    patch.setattr(devices, "free_memory", lambda device: float(sum(needed)))  # with memory_fraction 0.5
     folder = tmp_path_factory.mktemp("jacobian-results")
     config = EXP.config("smoke", SMALL | {"vals": (2, CHECKED_VAL), "per_sample_vals": (50,), "repeats": 1,
                                           "budget_s": 600.0})
@@ -69,16 +69,12 @@ def test_the_written_call_prior_passes_through_the_write_up_cpu_figures():
         assert sum(c * t for c, t in zip(complexity.prior, complexity.terms(int(val)))) == pytest.approx(seconds)
 
 
-def test_only_the_written_call_on_a_cpu_runs_with_glibc_mapping_its_blocks(monkeypatch):
-    seen = {}
-    for variant in (jacobian.AS_WRITTEN, jacobian.TUNED):
-        monkeypatch.setitem(jacobian.METHODS, variant, lambda model, t, v=variant: seen.setdefault(v, heap.mmap_threshold()))
-        call, _ = jacobian.method_call(variant, "cpu", 2, seed=0)
-        call()
-    default = heap.mmap_threshold()  # glibc's own, unless this process was started with MALLOC_MMAP_THRESHOLD_
-    expected = jacobian.WRITTEN_MAPPED_FROM if versions.GLIBC else None
-    assert seen == {jacobian.AS_WRITTEN: expected, jacobian.TUNED: default}
-    assert jacobian.WRITTEN_MAPPED_FROM == 65536
+def test_the_heap_term_counts_only_without_the_malloc_setting_crossover_gives_its_runs():
+    written = jacobian.COMPLEXITY[jacobian.AS_WRITTEN].bytes
+    assert written(100, True) > 2 * written(100, False)
+    assert jacobian.heap_keeps_blocks("cpu", {}) == versions.GLIBC
+    assert not jacobian.heap_keeps_blocks("cpu", versions.run_environment(EXP.malloc_mmap_threshold))
+    assert not jacobian.heap_keeps_blocks("cuda:0", {})  # the caching allocator reuses the blocks
 
 
 @pytest.mark.parametrize("overrides, field, words", [
@@ -194,13 +190,7 @@ def test_every_method_matches_the_written_call_in_the_records(swept):
     assert written.loc[CHECKED_VAL, "nonzero_fraction"] == pytest.approx(1 / CHECKED_VAL)
     assert written.loc[CHECKED_VAL, "off_block_nonzeros"] == 0
     beyond = swept[(swept["val"] == 50) & (swept["point_status"] == "ok")]
-    # no written point at val=50: its blocks were worked out for the check (the call fits the memory)
-    assert len(beyond) == 3 and (beyond["max_abs_diff_vs_naive"] < 1e-5).all()
-
-
-def test_a_method_where_the_written_call_does_not_fit_is_not_checked_against_it(monkeypatch):
-    monkeypatch.setattr(devices, "free_memory", lambda device: 1.0)
-    assert EXP._reference("cpu", 50, EXP.config("smoke", SMALL), RunState()) is None
+    assert beyond["max_abs_diff_vs_naive"].isna().all()  # the written call does not fit there
 
 
 def test_cpu_only_records_need_a_gpu_for_the_claims(swept):

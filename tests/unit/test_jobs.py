@@ -27,7 +27,7 @@ def test_background_smoke_run_end_to_end(results_dir, monkeypatch):
     assert len(record["rows"]) == record["planned_points"] == 3
     assert "complete" in jobs.log_tail(info["run_id"])
     assert record["config"]["variants"] == ["numpy"]  # the checked configuration, passed as JSON
-    assert record["environment"]["MALLOC_MMAP_THRESHOLD_"] is None  # a run gets no malloc setting of Crossover's
+    assert record["environment"]["MALLOC_MMAP_THRESHOLD_"] is None  # matmul asks for no malloc setting
 
 
 def test_a_choice_of_variants_that_leaves_nothing_to_run_is_refused_before_anything_starts(results_dir):

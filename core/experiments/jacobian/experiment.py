@@ -3,15 +3,16 @@ scalar inputs. The write-up's torch.autograd.functional.jacobian builds the full
 Jacobian with one backward pass per output element (quadratic in val, all but 1/val of it zeros); the
 per-sample methods compute only its diagonal blocks. Every point's memory and time are estimated first
 and a point that would not fit the device's free memory or the time budget is skipped with its estimates."""
+import os
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 import torch
 from scipy.optimize import nnls
 
-from core import devices, heap, published, timing
+from core import devices, published, timing, versions
 from core.experiments.base import MEMORY_FRACTION, Experiment, Point, RunState, SkipPoint, Variant, check_memory
 from core.experiments.jacobian import model as net
 from core.params import Param
@@ -25,23 +26,24 @@ METHODS = {AS_WRITTEN: net.full_naive, VECTORIZED: net.full_vectorized, JACREV: 
 JACOBIAN, MOVE_UNIT = "Jacobian", "move"   # what one timed call is: one Jacobian, or one move to the device
 FLOAT = 4                  # bytes per float32
 MICRO_BELOW_S = 0.01       # calls estimated shorter than this are timed in blocks (torch.utils.benchmark)
-# glibc's heap keeps about one output-sized block per backward pass of the written call (measured with peak RSS
-# here: 0.76-0.84 x (400 val)^2 floats for val 30-100) unless it maps such blocks and unmaps them when freed: the
-# written call runs with glibc mapping from WRITTEN_MAPPED_FROM bytes (resident memory grew 1.7 GB at val=60 without
-# it, 58 MB with it). Only that call: a mapped output costs page faults on every call, and every other method runs
-# as a process with glibc's own settings does. The CUDA caching allocator reuses its blocks.
-WRITTEN_MAPPED_FROM = 65536
+# glibc's heap keeps about one output-sized block per backward pass of the written call (measured with
+# peak RSS here: 0.76-0.84 x (400 val)^2 floats for val 30-100), unless MALLOC_MMAP_THRESHOLD_ makes it
+# map such blocks and unmap them when freed; the CUDA caching allocator reuses them. Crossover starts this
+# experiment's runs (app or CLI) with it (`malloc_mmap_threshold`); glibc reads it once, at process start.
+def heap_keeps_blocks(device: str, env: Mapping[str, str] = os.environ) -> bool:
+    """Whether a process with this environment keeps the written call's freed blocks on this device."""
+    return versions.GLIBC and devices.kind(device) == "cpu" and versions.MALLOC_ENV not in env
 
 
 @dataclass(frozen=True)
 class Complexity:
-    """How a method's memory and time grow with val. `bytes(val)` comes from its
+    """How a method's memory and time grow with val. `bytes(val, heap_keeps_blocks)` comes from its
     largest live tensors (checked against peak RSS on a CPU); `terms` are the time model's terms, whose
     coefficients are fitted to the two largest vals timed on the device in the same run,
     `calibration_vals` before any point is measured; `prior` holds rough coefficients for the guess
     shown before a run only."""
     formula: str
-    bytes: Callable[[int], float]
+    bytes: Callable[[int, bool], float]
     terms: Callable[[int], tuple[float, ...]]
     calibration_vals: tuple[int, int]
     prior: tuple[float, ...]
@@ -57,8 +59,10 @@ def fit_time_model(terms: list[tuple[float, ...]], seconds: list[float]) -> np.n
     return coefficients / scale
 
 
-def _naive_bytes(val: int) -> float:
-    return 2 * FLOAT * net.OUTPUTS * val ** 2 + 300 * net.OUTPUTS * val  # the rows, their stack, a tensor object each
+def _naive_bytes(val: int, heap_kept: bool) -> float:
+    rows = 2 * FLOAT * net.OUTPUTS * val ** 2 + 300 * net.OUTPUTS * val  # the rows, their stack, a tensor object each
+    heap = 0.9 * FLOAT * (net.OUTPUTS * val) ** 2 if heap_kept else 0.0
+    return rows + heap
 
 
 def _naive_terms(val: int) -> tuple[float, float]:
@@ -82,20 +86,21 @@ COMPLEXITY = {
     AS_WRITTEN: Complexity("a·400val + b·400val²", _naive_bytes, _naive_terms, (1, 4),
                            _fitted_to_write_up_cpu(_naive_terms)),
     # the (400 val)² identity dominates, plus about 15% for the batched backward pass
-    VECTORIZED: Complexity("a + b·val²", lambda v: 1.2 * FLOAT * (net.OUTPUTS * v) ** 2,
+    VECTORIZED: Complexity("a + b·val²", lambda v, _: 1.2 * FLOAT * (net.OUTPUTS * v) ** 2,
                            lambda v: (1.0, float(v * v)), (1, 4), (0.01, 8e-4)),
     # jacrev's 400 x 400 basis is materialised per sample under vmap
-    JACREV: Complexity("a + b·val", lambda v: 1.25 * FLOAT * net.OUTPUTS ** 2 * v, _linear, (10, 100),
+    JACREV: Complexity("a + b·val", lambda v, _: 1.25 * FLOAT * net.OUTPUTS ** 2 * v, _linear, (10, 100),
                        (5e-3, 1e-3)),
     # forward mode: primal and tangent of every layer (peak RSS 4.3 and 5.3 x 400 floats per sample)
-    JACFWD: Complexity("a + b·val", lambda v: 5 * FLOAT * net.OUTPUTS * v, _linear, (10, 100), (2e-3, 5e-5)),
-    TUNED: Complexity("a + b·val", lambda v: 6 * FLOAT * net.OUTPUTS * v, _linear, (10, 100), (1e-3, 2e-5)),
-    MOVE: Complexity("a + b·val", lambda v: FLOAT * (v + net.PARAMETERS), _linear, (10, 100), (1e-4, 1e-9)),
+    JACFWD: Complexity("a + b·val", lambda v, _: 5 * FLOAT * net.OUTPUTS * v, _linear, (10, 100), (2e-3, 5e-5)),
+    TUNED: Complexity("a + b·val", lambda v, _: 6 * FLOAT * net.OUTPUTS * v, _linear, (10, 100), (1e-3, 2e-5)),
+    MOVE: Complexity("a + b·val", lambda v, _: FLOAT * (v + net.PARAMETERS), _linear, (10, 100), (1e-4, 1e-9)),
 }
 
 
 class Jacobian(Experiment):
     """Keeps no state: calibrations and reference results live in the run's RunState."""
+    malloc_mmap_threshold = 65536  # resident memory grows 1.7 GB at val=60 without it, 58 MB with it
     name = "jacobian"
     title = "Jacobian: the quadratic call and the per-sample methods"
     order = 50
@@ -149,7 +154,7 @@ class Jacobian(Experiment):
         timing_estimate = {"estimated_seconds": float(np.dot(coefficients, complexity.terms(val))),
                            "time_model": complexity.formula, "time_coefficients": [float(c) for c in coefficients],
                            "time_fitted_on_vals": fitted_on}
-        estimate = check_memory(device, config["memory_fraction"], complexity.bytes(val),
+        estimate = check_memory(device, config["memory_fraction"], complexity.bytes(val, heap_keeps_blocks(device)),
                                 recorded=timing_estimate) | timing_estimate
         if estimate["estimated_seconds"] > config["budget_s"]:
             raise SkipPoint(f"one call would take about {duration(estimate['estimated_seconds'])}, over the "
@@ -171,12 +176,14 @@ class Jacobian(Experiment):
         return extrapolation_fit(variant, per_val)
 
     def estimate_seconds(self, config: dict, device: str) -> float:
-        """The pre-run guess: the prior coefficients, points over the budget or memory counted as skipped."""
+        """The pre-run guess: the prior coefficients, points over the budget or memory counted as skipped,
+        for a run started by Crossover (its environment, not this process's)."""
         total, free = 0.0, devices.free_memory(device)
+        heap_kept = heap_keeps_blocks(device, versions.run_environment(self.malloc_mmap_threshold))
         for point in self.points(config, device):
             complexity, val = COMPLEXITY[point.variant], point.params["val"]
             one = float(np.dot(complexity.prior, complexity.terms(val)))
-            if one > config["budget_s"] or complexity.bytes(val) > config["memory_fraction"] * free:
+            if one > config["budget_s"] or complexity.bytes(val, heap_kept) > config["memory_fraction"] * free:
                 continue
             total += min(max(one, config["budget_s"]), (config["repeats"] + 1) * max(one, config["block_seconds"]))
         return total + 2.0 * len(self.variants_for(config, device))  # calibration
@@ -266,18 +273,13 @@ def _calibrate(run: RunState, variant: str, device: str, val: int, seed: int, th
 
 def method_call(variant: str, device: str, val: int, seed: int) -> tuple[Callable[[], None], dict]:
     """The call to time, and a dict where it leaves its last result (so the timed calls' own output is
-    checked, never an extra call). The written call on a CPU runs with glibc mapping from WRITTEN_MAPPED_FROM."""
+    checked, never an extra call)."""
     last = {}
     if variant == MOVE:
         host = [p.detach() for p in net.build_model(seed).parameters()] + [net.inputs(seed, val)]
         return (lambda: last.update(result=[x.to(device) for x in host])), last
     model, t = net.build_model(seed).to(device), net.inputs(seed, val).to(device)
     method = METHODS[variant]
-    if variant == AS_WRITTEN and devices.kind(device) == "cpu":
-        def written():
-            with heap.mapping_from(WRITTEN_MAPPED_FROM):
-                last.update(result=method(model, t))
-        return written, last
     return (lambda: last.update(result=method(model, t))), last
 
 
