@@ -310,8 +310,7 @@ def _onednn_lstm_seconds(op: dict, host) -> float:
         gemms = [(batch, gates, hidden, steps), (rows, gates, inputs, 1), (gates, rows, inputs, 1),
                  (gates, rows, hidden, 1)]
     per_step = batch * hidden * LSTM_GATE_ELEMENTS[op["op"]]  # each step's gates, at the rate of a call that size
-    step_work = _work_seconds({"op": op["op"], "formula": False, "flops": per_step, "bytes": 0}, host,
-                              "elementwise_rate")
+    step_work = per_step / host.value("elementwise_rate", flops=per_step)
     return steps * step_work + sum(times * _host_work(_gemm_op(m, k, n), host) for m, k, n, times in gemms)
 
 

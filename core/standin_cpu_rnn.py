@@ -24,7 +24,7 @@ from torch.nn.modules import rnn as torch_rnn
 from core import devices, standin_rnn
 
 aten = torch.ops.aten
-ONEDNN_LSTM = 2  # ideep's rnn_kind for an LSTM: mkldnn_rnn_layer's mode
+ONEDNN_LSTM_KIND = 2  # ideep's rnn_kind for an LSTM: mkldnn_rnn_layer's mode
 
 
 def runs_lstm() -> bool:
@@ -76,7 +76,7 @@ def _onednn_lstm(input, hx, weights, has_biases, num_layers, dropout, train, bid
             biases = biases or [torch.zeros(w.shape, dtype=w.dtype, device=w.device) for w in (w_ih, w_hh)]
             output, h, c, _ = aten.mkldnn_rnn_layer(
                 layer_input, w_ih, w_hh, *biases, hx[0][index], hx[1][index], index % directions == 1, [],
-                ONEDNN_LSTM, hx[0].shape[-1], num_layers, has_biases, bidirectional, False, train)
+                ONEDNN_LSTM_KIND, hx[0].shape[-1], num_layers, has_biases, bidirectional, False, train)
             return output, (h, c)
         time_first = (input.transpose(0, 1) if batch_first else input).contiguous()
         output, finals = _layer_stack(fused_layer, time_first, num_layers, directions, dropout, train)
