@@ -11,6 +11,7 @@ model predicts a median with are medians too."""
 import collections
 import functools
 import itertools
+import math
 import statistics
 import sys
 import time
@@ -23,8 +24,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from core import (census, conv_probes, costmodel, devices, graphs, module_probes, op_probes, profiles, results, timing,
-                  versions)
+from core import (census, conv_probes, costmodel, devices, graphs, module_probes, op_probes, profiles, results,
+                  standin_cpu_attention, timing, versions)
 
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
@@ -43,6 +44,7 @@ OPTIMIZER_PARAMS = (1, 32)  # parameter tensors of the optimiser probe's two ste
 OPTIMIZER_PARAM_ELEMENTS = 16
 SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors
 LISTED_OP_ROWS = (128, 4096)  # core.op_probes' two sizes: one thread's work, and two threads' (ATen's grain: 32,768)
+ATTENTION_BLOCKS_PER_THREAD = 16  # the flash-attention probe's blocks a call per thread: every thread kept busy
 # The narrow-GEMM probe: a batch of rows through a layer of a few outputs (a small model's last layers and their
 # gradients), as wide as one vector register of floats and beyond, where a GEMM reaches its FLOP rate.
 NARROW_GEMM_LEFT, NARROW_COLUMNS = (4096, 32), (1, 2, 4, 8, 16)
@@ -62,7 +64,8 @@ class Effort:
     (the elementwise ones SMALL_ELEMENTWISE below the large tensors),
     the samples per DataLoader pass (batch 1, batched), the batch sizes of the DataLoader per batch size and the
     rows it passes over at most, the bytes of the large tensors per device kind,
-    the nodes of the replayed graph and the kernels queued back to back, and the GEMM grid's M, K and N."""
+    the nodes of the replayed graph and the kernels queued back to back, the GEMM grid's M, K and N, and the
+    flash-attention grid's block rows (32, 64 or 256: the kernel's own), key columns and head sizes."""
     passes: int
     repeats: int
     block_seconds: float
@@ -76,17 +79,23 @@ class Effort:
     graph_nodes: int
     queued_kernels: int
     gemm_grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    attention_grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
 
 FULL = Effort(passes=5, repeats=7, block_seconds=0.03, matmul_sizes=(16, 32, 64, 256, 1024), conv1d_lengths=(16, 256, 2048),
               conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), loader_batches=(1, 16, 64, 256, 1024, 4096),
               loader_rows=65536, large_bytes={"cpu": 2**26, "cuda": 2**28},
               graph_nodes=200, queued_kernels=500,
-              gemm_grid=((16, 32, 64, 128, 1024, 8192, 65536), (2, 4, 16, 32, 64, 256), (1, 2, 3, 4, 8, 10, 16, 32, 64, 256)))
+              gemm_grid=((16, 32, 64, 128, 1024, 8192, 65536), (2, 4, 16, 32, 64, 256), (1, 2, 3, 4, 8, 10, 16, 32, 64, 256)),
+              attention_grid=((32, 64, 256), (32, 128, 512), (8, 32, 128)))
 QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes=(16, 64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
                loader_samples=(64, 1024), loader_batches=(1, 64, 1024), loader_rows=4096, large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
-               queued_kernels=50, gemm_grid=((16, 1024), (4, 64), (2, 16)))
+               queued_kernels=50, gemm_grid=((16, 1024), (4, 64), (2, 16)),
+               attention_grid=((32, 64), (32, 128), (8, 32)))
 CALIBRATED_KINDS = ("cpu", "cuda")
+# Figures timed per shape, which the report sums up in a line each (the Machines page lists every shape)
+GRIDS = {**dict.fromkeys(profiles.GEMM_FIGURES, "the GEMM grid (the Machines page lists every shape)"),
+         **dict.fromkeys(profiles.ATTENTION_FIGURES, "the flash-attention grid (the Machines page lists every block)")}
 
 
 def _seconds(fn: Callable[[], object], device: str, effort: Effort, sync=None) -> float:
@@ -313,7 +322,7 @@ def gemm_costs(device: str, effort: Effort) -> dict:
     """Seconds beyond its dispatch of a torch.mm(A, B) and of nn.Linear's torch.addmm(bias, A, W.t()) for every
     M x K x N of the effort's grid (A: M x K, B: K x N, W: N x K): one operation each (W.t(), its own operation in a
     census, is taken outside the timed call)."""
-    brief = replace(effort, repeats=GEMM_REPEATS, block_seconds=effort.block_seconds * GEMM_BLOCK_SHARE)
+    brief = _brief(effort)
     bare = _bare_op_seconds(device, effort)
     plain, linear = {}, {}
     for rows, inner, columns in itertools.product(*effort.gemm_grid):
@@ -323,6 +332,31 @@ def gemm_costs(device: str, effort: Effort) -> dict:
         plain[shape] = _beyond(_seconds(lambda: torch.mm(a, b), device, brief), bare)
         linear[shape] = _beyond(_seconds(lambda: torch.addmm(bias, a, weight), device, brief), bare)
     return {"gemm_seconds": plain, "linear_seconds": linear}
+
+
+def flash_attention_costs(device: str, effort: Effort) -> dict:
+    """Seconds per block beyond its dispatch of torch's CPU flash attention and of its backward, for every block
+    shape of the effort's grid: a call of one batch whose query splits into blocks of that many rows, against that
+    many keys, over enough heads for ATTENTION_BLOCKS_PER_THREAD blocks a thread."""
+    brief, (forward, backward) = _brief(effort), ({}, {})
+    for rows, columns, head in itertools.product(*effort.attention_grid):
+        length = standin_cpu_attention.query_length_for(rows)
+        heads = math.ceil(ATTENTION_BLOCKS_PER_THREAD * torch.get_num_threads() * rows / length)
+        query = torch.randn(1, heads, length, head, device=device)
+        key, value = (torch.randn(1, heads, columns, head, device=device) for _ in range(2))
+        out, logsumexp = standin_cpu_attention.FORWARD(query, key, value)
+        grad = torch.randn_like(out)
+        blocks, shape = heads * length // rows, f"{rows}x{columns}x{head}"
+        forward[shape] = _work_seconds(lambda: standin_cpu_attention.FORWARD(query, key, value), device, brief) / blocks
+        backward[shape] = _work_seconds(lambda: standin_cpu_attention.BACKWARD(
+            grad, query, key, value, out, logsumexp, 0.0, False), device, brief) / blocks
+    return {"flash_attention_seconds": forward, "flash_attention_backward_seconds": backward}
+
+
+def _brief(effort: Effort) -> Effort:
+    """The effort of a grid's timings: fewer and shorter blocks than a lone probe's (its passes' median steadies
+    them)."""
+    return replace(effort, repeats=GEMM_REPEATS, block_seconds=effort.block_seconds * GEMM_BLOCK_SHARE)
 
 
 def _conv_positions(effort: Effort) -> dict[int, list[tuple[int, ...]]]:
@@ -486,6 +520,7 @@ PROBES = (
     Probe("listed operations", profiles.HOST, listed_op_costs),
     Probe("narrow GEMMs", profiles.HOST, narrow_gemm_cost),
     Probe("GEMM shapes", profiles.HOST, gemm_costs),
+    Probe("flash attention", profiles.HOST, flash_attention_costs),
     Probe("memory bandwidth", profiles.EVERY, memory_bandwidth),
     Probe("launch and sync", profiles.GPU, launch_and_sync),
     Probe("copies", profiles.GPU, copies),
@@ -565,10 +600,9 @@ def _medians(passes: list[dict]) -> dict:
 def report(profile: dict) -> str:
     """The profile as an aligned text table in display units."""
     table = [(r["device"], r["field"] + (f" @ {r['size']}" if r["size"] else ""), r["value"], r["unit"],
-              r["what it is"]) for r in profiles.rows(profile) if r["field"] not in profiles.GEMM_FIGURES]
-    table += [("cpu", f"{field} @ {len(grid)} shapes", *profiles.human_range(grid.values(), "s/call"),
-               "the GEMM grid (the Machines page lists every shape)")
-              for field in profiles.GEMM_FIGURES if (grid := profile["cpu"].get(field))]
+              r["what it is"]) for r in profiles.rows(profile) if r["field"] not in GRIDS]
+    table += [("cpu", f"{field} @ {len(grid)} shapes", *profiles.human_range(grid.values(), profiles.FIELD[field].unit),
+               what) for field, what in GRIDS.items() if (grid := profile["cpu"].get(field))]
     widths = [max(len(row[i]) for row in table) for i in range(4)]
     lines = [f"{device:<{widths[0]}}  {field:<{widths[1]}}  {value:>{widths[2]}} {unit:<{widths[3]}}  {what}"
              for device, field, value, unit, what in table]

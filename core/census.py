@@ -12,7 +12,8 @@ The rules, per operation (an `OpKind` holds what its schema and tags say):
   layers (`_cudnn_rnn` and its backward, which the stand-in runs for nn.GRU, nn.LSTM and nn.RNN:
   core.standin_rnn) as the kernels cuDNN launches per step, and their FLOPs are their GEMMs'; a fused GRU or
   LSTM cell's backward as its kernel and a reduction per bias; oneDNN's fused LSTM layer on a CPU
-  (`mkldnn_rnn_layer` and its backward: core.standin_cpu_rnn) has its GEMMs' FLOPs.
+  (`mkldnn_rnn_layer` and its backward: core.standin_cpu_rnn) has its GEMMs' FLOPs, and a CPU's flash attention
+  (core.standin_cpu_attention) SDPA's.
 - where: an operation counts as a kernel or a sync only when its tensors live on the unit's device. A GPU
   unit's operations on CPU tensors are host work; meta tensors inside a CPU or GPU unit are shape
   inference (forward-mode AD's reference decompositions run on them); both still count as operations.
@@ -73,7 +74,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-from core import graphs, standin_cpu_rnn, standin_rnn, timing
+from core import graphs, standin_cpu_attention, standin_cpu_rnn, standin_rnn, timing
 
 aten = torch.ops.aten
 RANGE_ENTER = torch.ops.profiler._record_function_enter_new
@@ -159,7 +160,8 @@ def op_kind(func) -> OpKind | None:
         syncs = _always
     short = packet.__name__
     outs = tuple(a.name for a in schema.arguments if a.is_out)
-    formula = flop_registry.get(packet) or standin_rnn.FORMULAS.get(packet) or standin_cpu_rnn.FORMULAS.get(packet)
+    formula = (flop_registry.get(packet) or standin_rnn.FORMULAS.get(packet) or standin_cpu_rnn.FORMULAS.get(packet)
+               or standin_cpu_attention.FORMULAS.get(packet))
     return OpKind(name=str(packet), launches=launches, formula=formula, written=written,
                   outs=outs, reads_written=packet not in OVERWRITES and torch.Tag.nondeterministic_seeded not in func.tags,
                   reads_inputs=not (short.endswith("_like") or short.startswith("new_")),

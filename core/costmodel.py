@@ -29,7 +29,12 @@ The rules on a GPU target, per operation call:
   GEMMs as those GEMMs would: the input's over every step at once and the hidden state's once per step (its
   backward: the hidden state's gradient per step, the input's and both weights' over every step), and its gates'
   element-wise work, LSTM_GATE_ELEMENTS per step, row and hidden unit, each step at elementwise_rate for that
-  many elements. Other work off the unit's device is shape inference on the meta device: it computes nothing.
+  many elements. torch's CPU flash attention (what F.scaled_dot_product_attention runs on a CPU:
+  core.standin_cpu_attention) costs each head's blocks of query rows by key columns at the host's time for a block
+  of that shape and head size (flash_attention_seconds, its backward's flash_attention_backward_seconds: a grid
+  read as the GEMM grid is); on a host that timed none, each block's GEMMs (two, five in the backward) as those
+  GEMMs would cost and an exp per score. Other work off the unit's device is shape inference on the meta device:
+  it computes nothing.
 - Python no operation shows: a stretch's module calls cost module_call_seconds for their class (Linear,
   Conv1d, ReLU, ...: the module's Python beyond its operations) or module_call (a bare module's) for a class
   the host did not measure, and its optimiser steps optimizer_step each, on the host.
@@ -72,12 +77,12 @@ operations run eagerly; loading costs as above; nothing is launched, copied betw
 One model and one set of figures per piece of hardware: no factor per experiment, no tuning constant."""
 import math
 from dataclasses import dataclass, fields, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 
-from core import conv_probes
+from core import conv_probes, standin_cpu_attention
 
 PARTS = ("host", "launches", "loading", "compute", "copies", "sync")
 PHASES = ("step", "loading", "graph", "optimizer")
@@ -94,6 +99,10 @@ TINY_SECONDS = 1e-12  # a grid figure's floor before its logarithm
 ONEDNN_LSTM = ("aten.mkldnn_rnn_layer", "aten.mkldnn_rnn_layer_backward")  # its forward and backward (standin_cpu_rnn)
 # Element-wise work per step, row and hidden unit of an LSTM layer: what ATen's unfused cell writes (the gates' sum 4,
 # three sigmoids, two tanh, three products, one sum: 13); its backward taken as twice its forward
+# torch's CPU flash attention, forward and backward (core.standin_cpu_attention): the host's figure per block, where
+# its query sits among the operands, and the GEMMs of one block (the backward recomputes the scores)
+FLASH_ATTENTION = {"aten._scaled_dot_product_flash_attention_for_cpu": ("flash_attention_seconds", 0, 2),
+                   "aten._scaled_dot_product_flash_attention_for_cpu_backward": ("flash_attention_backward_seconds", 1, 5)}
 LSTM_GATE_ELEMENTS = {"aten.mkldnn_rnn_layer": 13, "aten.mkldnn_rnn_layer_backward": 26}
 MISSING = object()
 
@@ -286,6 +295,8 @@ def _host_work(op: dict, host) -> float:
         return _gemm_grid_seconds(op, host)
     if op["op"] in ONEDNN_LSTM:
         return _onednn_lstm_seconds(op, host)
+    if op["op"] in FLASH_ATTENTION:
+        return _flash_attention_seconds(op, host)
     work = _work_seconds(op, host, "elementwise_rate")
     if op["formula"]:
         return max(work, _narrow_gemm_seconds(op, host))
@@ -312,6 +323,26 @@ def _onednn_lstm_seconds(op: dict, host) -> float:
     per_step = batch * hidden * LSTM_GATE_ELEMENTS[op["op"]]  # each step's gates, at the rate of a call that size
     step_work = per_step / host.value("elementwise_rate", flops=per_step)
     return steps * step_work + sum(times * _host_work(_gemm_op(m, k, n), host) for m, k, n, times in gemms)
+
+
+def _flash_attention_seconds(op: dict, host) -> float:
+    """torch's CPU flash attention (its forward or backward): each head's blocks of query rows by key columns at the
+    host's time for a block of that shape and head size (its grid, read as a GEMM grid is); on a host that timed
+    none, each block's GEMMs at what ATen's GEMMs of their shapes cost there and an exp per score."""
+    field, query_at, gemms = FLASH_ATTENTION[op["op"]]
+    # batch and heads first, then length and head size
+    query, key = _two_operands(op, query_at, 3, 1, "its query's and key's shapes")
+    figure = host.value(field)
+    block = gemm_grid(field, tuple(sorted(figure.items()))) if figure else partial(_unmeasured_block, gemms, host)
+    per_head = sum(count * block((rows, columns, query[-1]))
+                   for rows, columns, count in standin_cpu_attention.blocks(query[-2], key[-2]))
+    return math.prod(query[:-2]) * per_head
+
+
+def _unmeasured_block(gemms: int, host, shape: tuple[int, int, int]) -> float:
+    rows, columns, head = shape
+    exp = host.value("op_element_seconds").get("exp") or 1 / host.value("elementwise_rate")
+    return gemms * _host_work(_gemm_op(rows, head, columns), host) + rows * columns * exp
 
 
 def _lstm_layer_shapes(op: dict) -> tuple:
@@ -384,12 +415,19 @@ def not_a_grid(shapes: list[str]) -> str | None:
 
 
 def _gemm_operands(op: dict, left_at: int) -> tuple[list[int], list[int]]:
+    return _two_operands(op, left_at, 2, 0, "its two matrices' shapes")
+
+
+def _two_operands(op: dict, at: int, dims: int, smallest: int, what: str) -> tuple[list[int], list[int]]:
+    """The shapes of an operation's two operands from position `at`, each of at least `dims` sizes of at least
+    `smallest`, or PredictionError saying what was expected (`what`)."""
     shapes = op.get("shapes")
-    operands = shapes[left_at:left_at + 2] if isinstance(shapes, list) else []
-    if len(operands) != 2 or not all(isinstance(shape, list) and len(shape) >= 2 and all(
-            isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in shape) for shape in operands):
-        raise PredictionError(f"census: {op['op']}'s shapes: {_shown(shapes)}; expected its two matrices' shapes "
-                              f"(lists of 2 or more whole numbers >= 0) from position {left_at}")
+    operands = shapes[at:at + 2] if isinstance(shapes, list) else []
+    if len(operands) != 2 or not all(isinstance(shape, list) and len(shape) >= dims and all(
+            isinstance(size, int) and not isinstance(size, bool) and size >= smallest for size in shape)
+            for shape in operands):
+        raise PredictionError(f"census: {op['op']}'s shapes: {_shown(shapes)}; expected {what} (lists of {dims} or "
+                              f"more whole numbers >= {smallest}) from position {at}")
     return operands
 
 

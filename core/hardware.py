@@ -30,7 +30,8 @@ FIELDS = {
             "module_call", "module_call_seconds", "optimizer_step", "optimizer_op_overhead",
             "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample",
             "matmul_flops", "conv_flops", "conv_one_channel_flops", "elementwise_rate", "memory_bandwidth",
-            "op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "gemm_seconds", "linear_seconds"),
+            "op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "gemm_seconds", "linear_seconds",
+            "flash_attention_seconds", "flash_attention_backward_seconds"),
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
             "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
@@ -52,7 +53,9 @@ UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_elem
               "module_call_seconds": "every module call costs a bare module's (module_call)",
               "conv_one_channel_flops": "a convolution with few input channels costs conv_flops' rate, as a "
                                         "16-channel one does",
-              **{field: GEMM_BY_FLOPS for field in GEMM_GRIDS}}
+              **{field: GEMM_BY_FLOPS for field in GEMM_GRIDS},
+              **dict.fromkeys(profiles.ATTENTION_FIGURES, "flash attention costs, per block, its GEMMs at what GEMMs of "
+                              "their shapes cost and an exp per score, as if one thread ran them all")}
 GPU_NAME = re.compile(r"^(?P<machine>.+):(?P<device>cuda:[0-9]+)$")
 CLIP = 400  # characters of a list of names in a message
 

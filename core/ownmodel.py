@@ -108,6 +108,9 @@ def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dic
     """The census of one call on the meta device: on the GPU's stand-in (`on_gpu`) the input is copied in
     from pageable host memory first."""
     model = eager(model)[0].to(devices.STAND_IN).train(train)  # a forward is inference: no dropout, running stats
+    if train and not any(p.requires_grad for p in model.parameters()):
+        raise ConfigError("--train", "the model has no trainable parameters, so a training step has nothing to train: "
+                                     "leave out --train to predict a forward")
     optimizer = torch.optim.Adam(model.parameters()) if train else None
     # On the host, one element seen at every index: the copy is counted at its full size, never allocated.
     dtype = DTYPES[given.dtype]

@@ -112,6 +112,14 @@ FIELDS = (
           0.0, 10.0, HOST, sized=True, required=False),
     Field("linear_seconds", "s/call", "the same for nn.Linear's operation, torch.addmm(bias, A, W.t()) (W being N x K, "
           "read transposed), on the same grid", 0.0, 10.0, HOST, sized=True, required=False),
+    Field("flash_attention_seconds", "s/block", "seconds per block of torch's CPU flash attention "
+          "(aten._scaled_dot_product_flash_attention_for_cpu, what F.scaled_dot_product_attention runs on a CPU) beyond "
+          "its dispatch, per block shape on a grid (size: query rows x key columns x head size), timed over enough "
+          "heads to keep every thread busy (core.standin_cpu_attention: how the kernel splits its work)",
+          0.0, 10.0, HOST, sized=True, required=False),
+    Field("flash_attention_backward_seconds", "s/block", "the same for its backward "
+          "(aten._scaled_dot_product_flash_attention_for_cpu_backward), on the same grid", 0.0, 10.0, HOST, sized=True,
+          required=False),
     Field("launch_overhead", "s/op", "host time to launch a tiny kernel (1-element add, not waited for)",
           1e-8, 1e-2, GPU),
     Field("shortest_kernel", "s", "device time of that kernel, run back to back with many", 1e-9, 1e-3, GPU),
@@ -154,13 +162,16 @@ SHAPE = r"^[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*$"  # a GEMM's M x K x N
 ONE_CHANNEL_INPUT = r"^[1-9][0-9]*x1(x[1-9][0-9]*){1,2}$"  # a one-channel convolution's input: N x 1 x L or N x 1 x H x W
 KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME,
         "narrow_gemm_seconds": COUNT, "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME,
-        "gemm_seconds": SHAPE, "linear_seconds": SHAPE}
+        "gemm_seconds": SHAPE, "linear_seconds": SHAPE, "flash_attention_seconds": SHAPE,
+        "flash_attention_backward_seconds": SHAPE}
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
 GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of hundreds of shapes, two figures each
+# keyed by block shape: a grid, forward and backward
+ATTENTION_FIGURES = ("flash_attention_seconds", "flash_attention_backward_seconds")
 
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
 HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
-               "s/node": (1e-6, "µs/node"), "s/kernel": (1e-6, "µs/kernel"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
+               "s/node": (1e-6, "µs/node"), "s/block": (1e-6, "µs/block"), "s/kernel": (1e-6, "µs/kernel"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
                "B/s": (1e9, "GB/s")}
 
 
@@ -262,7 +273,7 @@ def validate(profile: dict) -> None:
     if error is not None:
         where = "/".join(map(str, error.absolute_path)) or "profile"
         raise ProfileError(f"{where}: {error.message}")
-    for field in GEMM_FIGURES:
+    for field in GEMM_FIGURES + ATTENTION_FIGURES:
         problem = costmodel.not_a_grid(list(profile["cpu"].get(field, {})))
         if problem:
             raise ProfileError(f"cpu/{field}: {problem}")
@@ -375,6 +386,15 @@ def gemm_rows(profile: dict) -> list[dict]:
     return [dict(zip("MKN", map(int, shape.split("x")))) | {"torch.mm (µs)": plain[shape] * 1e6,
                                                             "nn.Linear's addmm (µs)": linear.get(shape, float("nan")) * 1e6}
             for shape in plain]
+
+
+def attention_rows(profile: dict) -> list[dict]:
+    """The CPU's flash-attention grid (ATTENTION_FIGURES) as table rows, one per block shape: query rows, key
+    columns, head size and each figure in microseconds."""
+    forward, backward = (profile["cpu"].get(field, {}) for field in ATTENTION_FIGURES)
+    return [dict(zip(("query rows", "key columns", "head size"), map(int, shape.split("x"))))
+            | {"forward (µs)": forward[shape] * 1e6, "backward (µs)": backward.get(shape, float("nan")) * 1e6}
+            for shape in forward]
 
 
 # A field whose calibration changed when another field was first measured: that field, and what the figure

@@ -16,7 +16,7 @@ from unittest import mock
 from torch.optim import optimizer as torch_optimizer
 from torch.utils import _foreach_utils
 
-from core import census, devices, standin_cpu_rnn, standin_rnn, timing
+from core import census, devices, standin_cpu_attention, standin_cpu_rnn, standin_rnn, timing
 from core.experiments.base import Experiment, Point, RunState, SkipPoint
 
 # torch's lists of the device types that have foreach, fused and capturable optimiser kernels: its optimisers
@@ -75,10 +75,12 @@ def _prepare(workload: timing.Workload) -> None:
             workload.call()  # lazy state (an optimiser's moments, a loader's workers) comes to be
 
 
-def playing_cpu():
-    """Within it, nn.RNN, nn.LSTM and nn.GRU run stand-in tensors as torch runs them on a CPU
-    (core.standin_cpu_rnn)."""
-    return standin_cpu_rnn.as_cpu()
+@contextmanager
+def playing_cpu() -> Iterator[None]:
+    """Within it, nn.RNN, nn.LSTM and nn.GRU (core.standin_cpu_rnn) and F.scaled_dot_product_attention
+    (core.standin_cpu_attention) run stand-in tensors as torch runs them on a CPU."""
+    with standin_cpu_rnn.as_cpu(), standin_cpu_attention.as_cpu():
+        yield
 
 
 @contextmanager

@@ -16,6 +16,16 @@ st.markdown("Every machine with results or a calibrated profile in the results f
             f"describes it, the constants its calibration measured, and the runs it holds. {host.capitalize()} "
             "(the one the app runs on) is marked.")
 
+
+
+def grid_table(rows: list[dict], what: str, timed: tuple[str, str]) -> None:
+    """A figure timed per shape (calibrate's grids), in an expander: one row a shape, its times in µs."""
+    if rows:
+        with st.expander(f"The {len(rows)} {what}"):
+            st.dataframe(pd.DataFrame(rows), hide_index=True,
+                         column_config={column: st.column_config.NumberColumn(format="%.2f") for column in timed})
+
+
 here = devices.fingerprint()["machine_id"]
 records = data.records()
 with warnings.catch_warnings(record=True) as skipped:
@@ -47,7 +57,7 @@ for mid, fp in fingerprints.items():
     if busy:
         st.warning(busy.capitalize() + ".", icon="⚠️")
     table = pd.DataFrame([row for row in profiles.rows(profile)
-                          if row["field"] not in profiles.OP_FIGURES + profiles.GEMM_FIGURES])
+                          if row["field"] not in profiles.OP_FIGURES + profiles.GEMM_FIGURES + profiles.ATTENTION_FIGURES])
     table["value"] = table["value"] + " " + table.pop("unit")
     st.dataframe(table, hide_index=True, height="content",
                  column_config={"size": st.column_config.TextColumn("size, width or class", width=170),
@@ -57,12 +67,11 @@ for mid, fp in fingerprints.items():
         with st.expander(f"The {len(timed)} operations timed one by one: a fixed part per call beyond its dispatch, "
                          f"and a time per element written (`core/op_probes.py`)"):
             st.dataframe(pd.DataFrame(timed), hide_index=True)
-    shapes = profiles.gemm_rows(profile)
-    if shapes:
-        with st.expander(f"The {len(shapes)} GEMM shapes timed (M x K by K x N): what the cost model prices a "
-                         f"GEMM by, beyond its dispatch"):
-            st.dataframe(pd.DataFrame(shapes), hide_index=True, column_config={
-                column: st.column_config.NumberColumn(format="%.2f") for column in ("torch.mm (µs)", "nn.Linear's addmm (µs)")})
+    grid_table(profiles.gemm_rows(profile), "GEMM shapes timed (M x K by K x N): what the cost model prices a GEMM "
+               "by, beyond its dispatch", ("torch.mm (µs)", "nn.Linear's addmm (µs)"))
+    grid_table(profiles.attention_rows(profile), "flash-attention blocks timed (query rows x key columns, at a head "
+               "size): what the cost model prices F.scaled_dot_product_attention on this CPU by",
+               ("forward (µs)", "backward (µs)"))
 
 st.subheader("Runs")
 runs = results.runs_frame(records)

@@ -42,7 +42,9 @@ def test_a_calibrated_machine_shows_its_profile_table(results_dir):
     here = devices.fingerprint()["machine_id"]
     profile = made_profile(here, gpus=("cuda:0", "cuda:1"))
     profile["cpu"] |= {"op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1.5e-9, "sort": 3e-9},
-                       "gemm_seconds": {"16x4x2": 2e-6, "1024x4x2": 9e-6}, "linear_seconds": {"16x4x2": 3e-6, "1024x4x2": 1e-5}}
+                       "gemm_seconds": {"16x4x2": 2e-6, "1024x4x2": 9e-6}, "linear_seconds": {"16x4x2": 3e-6, "1024x4x2": 1e-5},
+                       "flash_attention_seconds": {"32x32x8": 4e-6, "32x512x8": 2e-5},
+                       "flash_attention_backward_seconds": {"32x32x8": 8e-6, "32x512x8": 6e-5}}
     profiles.save(profile)
     at = render("pages/machines.py")
     assert not at.exception
@@ -58,6 +60,11 @@ def test_a_calibrated_machine_shows_its_profile_table(results_dir):
     assert shapes[["M", "K", "N"]].values.tolist() == [[16, 4, 2], [1024, 4, 2]]
     assert shapes["torch.mm (µs)"].tolist() == pytest.approx([2.0, 9.0])
     assert shapes["nn.Linear's addmm (µs)"].tolist() == pytest.approx([3.0, 10.0])
+    assert not set(table["field"]) & set(profiles.ATTENTION_FIGURES)  # nor the flash-attention blocks
+    [blocks] = [d.value for d in at.dataframe if "query rows" in d.value.columns]
+    assert blocks[["query rows", "key columns", "head size"]].values.tolist() == [[32, 32, 8], [32, 512, 8]]
+    assert blocks["forward (µs)"].tolist() == pytest.approx([4.0, 20.0])
+    assert blocks["backward (µs)"].tolist() == pytest.approx([8.0, 60.0])
     [timed] = [d.value for d in at.dataframe if "operation" in d.value.columns]
     assert list(timed.columns) == ["operation", "per call", "per element written"]
     assert timed.to_dict("records") == [{"operation": "tanh", "per call": "2.00 µs/call", "per element written": "1.50 ns/elem"},

@@ -38,12 +38,12 @@ def test_the_shipped_checks_carry_their_host_share_and_bound(shipped_results):
 
 def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_it_lacks(shipped_results, capsys):
     older = predictions.unmeasured_text("intel-r-xeon-r-processor-cbad859e", "cpu")  # calibrated 2026-11-22
-    assert older.startswith("Its profile was calibrated before calibrate measured 11 of its figures (")
+    assert older.startswith("Its profile was calibrated before calibrate measured 13 of its figures (")
     assert "gemm_seconds" in older and "loader_per_sample" in older
-    # calibrated before op_overhead_nested_no_grad was measured, and nothing else
+    # calibrated before op_overhead_nested_no_grad and the flash-attention blocks were measured, and nothing else
     newer = predictions.unmeasured_text("amd-epyc-34e468d3", "cpu")
-    assert newer.startswith("Its profile was calibrated before calibrate measured 1 of its figures "
-                            "(op_overhead_nested_no_grad)")
+    assert newer.startswith("Its profile was calibrated before calibrate measured 3 of its figures "
+                            "(op_overhead_nested_no_grad, flash_attention_seconds, flash_attention_backward_seconds)")
     assert predictions.unmeasured_text("no-such-machine", "cpu") == ""
     assert main(["predict", "--accuracy"]) == 0
     out = capsys.readouterr().out

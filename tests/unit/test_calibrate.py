@@ -37,6 +37,9 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     grid = {f"{m}x{k}x{n}" for m, k, n in itertools.product(*calibrate.QUICK.gemm_grid)}
     assert set(cpu["gemm_seconds"]) == set(cpu["linear_seconds"]) == grid
     assert cpu["gemm_seconds"]["1024x64x16"] > cpu["gemm_seconds"]["16x4x2"]  # 16,000 times the FLOPs
+    blocks = {f"{q}x{k}x{d}" for q, k, d in itertools.product(*calibrate.QUICK.attention_grid)}
+    assert set(cpu["flash_attention_seconds"]) == set(cpu["flash_attention_backward_seconds"]) == blocks
+    assert cpu["flash_attention_seconds"]["64x128x32"] > cpu["flash_attention_seconds"]["32x32x8"]  # 128 times the FLOPs
     assert quick_profile["gpus"] == {} and quick_profile["quick"] is True
     assert quick_profile["machine_id"] == devices.fingerprint()["machine_id"]
     profiles.validate(quick_profile)
@@ -181,9 +184,11 @@ def test_cli_calibrate_prints_the_table_and_writes_the_profile(quick_profile, ca
     assert "calibrated cpu in " in out and str(path) in out
     assert "matmul_flops @ 64" in out and "GFLOP/s" in out and "µs/op" in out and "GB/s" in out
     table = [line for line in out.splitlines()[:-1] if not line.startswith("note: the machine was busy")]
-    rows = [row for row in profiles.rows(profiles.load()) if row["field"] not in profiles.GEMM_FIGURES]
-    assert len(table) == len(rows) + len(profiles.GEMM_FIGURES)  # the GEMM grid: one line per figure, not per shape
-    assert "gemm_seconds @ 8 shapes" in table[-2] and "linear_seconds @ 8 shapes" in table[-1] and " to " in table[-1]
+    grids = profiles.GEMM_FIGURES + profiles.ATTENTION_FIGURES
+    rows = [row for row in profiles.rows(profiles.load()) if row["field"] not in grids]
+    assert len(table) == len(rows) + len(grids)  # a grid: one line per figure, not per shape
+    assert "gemm_seconds @ 8 shapes" in table[-4] and "linear_seconds @ 8 shapes" in table[-3] and " to " in table[-3]
+    assert "flash_attention_seconds @ 8 shapes" in table[-2] and "µs/block" in table[-1]
     value_ends = {line.index(f"{row['value']} {row['unit']} ") + len(row["value"]) for line, row in zip(table, rows)}
     assert len(value_ends) == 1  # the values line up
 

@@ -21,6 +21,8 @@ CPU_FIGURES = {
     "narrow_gemm_seconds": {},  # no narrow GEMM measured: every GEMM at its FLOP rate (the cases below give some)
     "gemm_seconds": {}, "linear_seconds": {},  # no GEMM grid timed: as above (the cases below give one)
     "conv_one_channel_flops": {},  # no one-channel convolution timed: conv_flops (a case below gives some)
+    # no flash-attention blocks timed: each block's GEMMs and exps (a case below gives a grid)
+    "flash_attention_seconds": {}, "flash_attention_backward_seconds": {},
 }
 GPU_FIGURES = {
     "matmul_flops": 1e13, "conv_flops": 5e12, "memory_bandwidth": 1e12, "launch_overhead": 9 * US,  # an eager op launching: 5 us dispatch (no grad) + 4 us launch
@@ -439,6 +441,40 @@ def test_a_fused_lstm_layer_without_its_shapes_is_refused_by_name():
     broken = gemm("aten.mkldnn_rnn_layer", LSTM_SHAPES[:3], 0)  # no initial state
     with pytest.raises(PredictionError, match=r"aten.mkldnn_rnn_layer's shapes: .* expected its input"):
         predict(census([broken], [stretch([(0, 1)])], device="cpu"), cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID))
+
+# torch's CPU flash attention: seconds per block of 32 or 256 query rows by 32 or 512 keys at head size 8 or 128, in
+# proportion to each (1 us for the smallest); the backward three times the forward
+BLOCKS = {f"{q}x{k}x{d}": 1 * US * (q / 32) * (k / 32) * (d / 8) for q in (32, 256) for k in (32, 512) for d in (8, 128)}
+BACKWARD_BLOCKS = {shape: 3 * seconds for shape, seconds in BLOCKS.items()}
+FLASH = "aten._scaled_dot_product_flash_attention_for_cpu"
+
+
+def test_flash_attention_costs_each_head_s_blocks_at_the_host_s_time_for_their_shape():
+    # 2 x 3 heads; 64 queries split in blocks of 32 rows, 600 keys in 512 and 88: per head two blocks of 32 x 512
+    # (1 us x 16 = 16 us) and two of 32 x 88 (between 32 and 512 keys in logs, in proportion: 2.75 us): 37.5 us,
+    # 225 us in all; the backward (its query after the output's gradient) three times that
+    query, key = [2, 3, 64, 8], [2, 3, 600, 8]
+    forward = gemm(FLASH, [query, key, key], 0)
+    backward = gemm(FLASH + "_backward", [query, query, key, key, query, [2, 3, 64]], 0)
+    found = predict(census([forward, backward], [stretch([(0, 1), (1, 1)])], device="cpu"),
+                    cpu(flash_attention_seconds=BLOCKS, flash_attention_backward_seconds=BACKWARD_BLOCKS))
+    assert found.parts["compute"] == pytest.approx((225 + 675) * US)
+
+
+def test_flash_attention_on_a_host_that_timed_no_blocks_costs_each_block_s_gemms_and_an_exp_per_score():
+    # one head of 32 queries and keys, head size 8: one block. Its two GEMMs (32 x 8 by 8 x 32) each move
+    # 4 x (256 + 256 + 1,024) bytes: 0.6144 us at 1e10 B/s, above their 16,384 FLOPs at 1e11 (0.164 us); 1,024
+    # scores at the add's rate (no exp timed): 1.024 us. 2 x 0.6144 + 1.024 = 2.2528 us
+    shape = [1, 1, 32, 8]
+    found = predict(census([gemm(FLASH, [shape, shape, shape], 0)], [stretch([(0, 1)])], device="cpu"), cpu())
+    assert found.parts["compute"] == pytest.approx(2.2528 * US)
+
+
+def test_flash_attention_without_its_query_and_key_shapes_is_refused_by_name():
+    broken = gemm(FLASH, [[32, 8]], 0)
+    with pytest.raises(PredictionError, match=r"flash_attention_for_cpu's shapes: .* expected its query's and key's"):
+        predict(census([broken], [stretch([(0, 1)])], device="cpu"), cpu(flash_attention_seconds=BLOCKS))
+
 
 def test_sized_figures_are_read_at_the_operations_flops_per_call():
     # 1e12 FLOP/s below 1e9 FLOPs per call, 1e13 from there: 1e8 / 1e12 = 100 us and 1e10 / 1e13 = 1 ms.

@@ -30,7 +30,9 @@ def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
            "op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1e-9, "sort": 3e-9},
            "narrow_gemm_seconds": {"2": 5e-10, "16": 2e-10}, "loader_per_sample": {"1": 30e-6, "64": 5e-6},
            "module_call_seconds": {"Linear": 3e-6, "ReLU": 1e-6},
-           "gemm_seconds": {"16x4x2": 2e-6, "1024x4x2": 9e-6}, "linear_seconds": {"16x4x2": 3e-6, "1024x4x2": 1e-5}}
+           "gemm_seconds": {"16x4x2": 2e-6, "1024x4x2": 9e-6}, "linear_seconds": {"16x4x2": 3e-6, "1024x4x2": 1e-5},
+           "flash_attention_seconds": {"32x32x8": 3e-6, "32x512x8": 2e-5},
+           "flash_attention_backward_seconds": {"32x32x8": 8e-6, "32x512x8": 6e-5}}
     gpu = {"matmul_flops": {"64": 1e11, "1024": 1e13}, "conv1d_flops": {"8x16x256": 1e12},
            "conv2d_flops": {"8x16x16x16": 2e12}, "elementwise_rate": {"1048576": 1e11}, "elementwise_flops": 1e11,
            "memory_bandwidth": 1e12, "launch_overhead": 6e-6, "shortest_kernel": 2e-6, "sync_round_trip": 1e-5,
@@ -61,10 +63,13 @@ def test_the_shipped_catalogue_validates_and_every_entry_has_every_figure_of_its
         for name, figure in device.figures.items():
             if figure.keyed:  # an op's fixed part or time per element: 0 where it has none
                 assert all(v >= 0 for v in figure.value.values()), device.name
-                # a catalogue CPU has no GEMM grid nor one-channel convolutions: what the model does instead
-                # (GEMMs cost their FLOPs, convolutions conv_flops) is an assumption, said so
+                # a catalogue CPU has no GEMM grid, one-channel convolutions nor flash-attention blocks: what the
+                # model does instead (GEMMs cost their FLOPs, convolutions conv_flops, attention its GEMMs) is an
+                # assumption, said so
                 instead = (hardware.GEMM_BY_FLOPS if name in hardware.GEMM_GRIDS else
-                           "costs conv_flops' rate" if name == "conv_one_channel_flops" else None)
+                           "costs conv_flops' rate" if name == "conv_one_channel_flops" else
+                           "its GEMMs at what GEMMs of their shapes cost" if name in profiles.ATTENTION_FIGURES
+                           else None)
                 assert figure.value or (instead and figure.assumption and instead in figure.note), (device.name, name)
                 continue
             points = figure.value if figure.sized else ((1.0, figure.value),)
@@ -266,10 +271,11 @@ def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_a
     older = made_profile("older-machine")
     for field in ("op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "loader_per_sample",
                   "module_call_seconds", "conv_one_channel_flops", "op_overhead_nested", "op_overhead_nested_no_grad",
-                  "op_overhead_transformed"):
+                  "op_overhead_transformed", "flash_attention_seconds", "flash_attention_backward_seconds"):
         del older["cpu"][field]
     cpu = hardware.from_profile(older, "cpu")
-    assert sorted(cpu.assumptions) == ["conv_one_channel_flops", "loader_per_sample", "module_call_seconds",
+    assert sorted(cpu.assumptions) == ["conv_one_channel_flops", "flash_attention_backward_seconds",
+                                       "flash_attention_seconds", "loader_per_sample", "module_call_seconds",
                                        "narrow_gemm_seconds", "op_call_seconds", "op_element_seconds",
                                        "op_overhead_nested", "op_overhead_nested_no_grad", "op_overhead_transformed"]
     # every recording operation, C++'s and a transform's too, at the one figure the profile has
@@ -283,6 +289,8 @@ def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_a
     assert cpu.value("op_element_seconds") == cpu.value("narrow_gemm_seconds") == {}
     assert "these operations cost an add's time" in cpu.figures["op_call_seconds"].note
     assert "a narrow GEMM costs its FLOPs' time" in cpu.figures["narrow_gemm_seconds"].note
+    assert cpu.value("flash_attention_seconds") == {}
+    assert "its GEMMs at what GEMMs of their shapes cost" in cpu.figures["flash_attention_backward_seconds"].note
     # the Machines page's table says what its op_overhead_autograd meant then: every recording op, not Python's
     meaning = {row["field"]: row["what it is"] for row in profiles.rows(older)}
     assert "over every recording op, Python's and C++'s alike" in meaning["op_overhead_autograd"]

@@ -16,6 +16,9 @@ def build():
 def broken():
     raise RuntimeError("no weights here")
 
+def bare():
+    return torch.nn.ReLU()
+
 def not_a_model():
     return 42
 
@@ -156,6 +159,7 @@ def test_a_compiled_model_is_predicted_as_its_eager_operations_and_says_so(capsy
     (["--model", "{file}:broken", "--input", "8x84"], "broken() raised RuntimeError: no weights here"),
     (["--model", "{file}:not_a_model", "--input", "8x84"], "returned a int, not a torch.nn.Module"),
     (["--model", "{file}:build", "--input", "8x3"], "one forward on input 8x3 failed"),
+    (["--model", "{file}:bare", "--input", "8x84", "--train"], "--train: the model has no trainable parameters"),
     (["--model", "{file}:build", "--input", "8xx84"], "--input: '8xx84' is not a shape"),
     (["--model", "{file}:build", "--input", "0x84"], "every size must be >= 1"),
     (["--model", "{file}:build"], "--input: give the input's shape"),
