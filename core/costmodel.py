@@ -503,12 +503,18 @@ def loader_line(one: float, batched: float) -> tuple[float, float]:
 
 
 def _notes(census: dict, ops: list[dict], target) -> tuple[str, ...]:
+    notes = []
     if target.gpu is not None and census.get("device") == "cpu":
-        return ("the census was taken on the CPU: it holds none of a GPU's host-device copies (the stand-in's "
-                "census does)",)
+        notes.append("the census was taken on the CPU: it holds none of a GPU's host-device copies (the stand-in's "
+                     "census does)")
     if target.gpu is None and any(op["copy"] for op in ops):
-        return ("the census's host-device copies cost nothing on a CPU, which makes none",)
-    return ()
+        notes.append("the census's host-device copies cost nothing on a CPU, which makes none")
+    untimed = sorted({FLASH_ATTENTION[op["op"]][0] for op in ops if op["op"] in FLASH_ATTENTION
+                      and target.gpu is None and not target.host.value(FLASH_ATTENTION[op["op"]][0])})
+    if untimed:
+        notes.append(f"flash attention is priced as its blocks' GEMMs and an exp per score, an estimate: "
+                     f"{target.host.title} has no {' or '.join(untimed)} (`python -m core calibrate` times them)")
+    return tuple(notes)
 
 
 # -- the census, checked ----------------------------------------------------------------------------

@@ -170,7 +170,7 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
         prediction = costmodel.predict(census_at(given.shape[0], on_gpu), target)
         entry = {"device": target.name, "hardware": target.title, "variant": "training step" if train else "forward",
                  "params": {"input": given.text}, "predicted_s": prediction.seconds,
-                 "parts": prediction.parts}
+                 "parts": prediction.parts, "notes": list(prediction.notes)}
         if on_gpu and cpu is not None:
             sweep = [(b, costmodel.predict(census_at(b, False), cpu).seconds,
                       costmodel.predict(census_at(b, True), target).seconds) for b in SWEEP]
@@ -195,6 +195,8 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
     if any("crossover_batch" in entry for entry in found):
         lines.append("The GPU's figures include copying the input from pageable host memory each call; the "
                      f"crossover compares one call at each batch size {SWEEP[0]} to {SWEEP[-1]:,}.")
+    for note in dict.fromkeys(note for entry in found for note in entry.get("notes", ())):
+        lines.append(f"Note: {note}.")
     if compiled:
         lines.append("torch.compile wrapped the module: it is predicted as its eager operations (the census does not "
                      "see the kernels the compiler would fuse).")

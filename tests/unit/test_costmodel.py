@@ -459,6 +459,7 @@ def test_flash_attention_costs_each_head_s_blocks_at_the_host_s_time_for_their_s
     found = predict(census([forward, backward], [stretch([(0, 1), (1, 1)])], device="cpu"),
                     cpu(flash_attention_seconds=BLOCKS, flash_attention_backward_seconds=BACKWARD_BLOCKS))
     assert found.parts["compute"] == pytest.approx((225 + 675) * US)
+    assert found.notes == ()
 
 
 def test_flash_attention_on_a_host_that_timed_no_blocks_costs_each_block_s_gemms_and_an_exp_per_score():
@@ -468,6 +469,8 @@ def test_flash_attention_on_a_host_that_timed_no_blocks_costs_each_block_s_gemms
     shape = [1, 1, 32, 8]
     found = predict(census([gemm(FLASH, [shape, shape, shape], 0)], [stretch([(0, 1)])], device="cpu"), cpu())
     assert found.parts["compute"] == pytest.approx(2.2528 * US)
+    assert found.notes == ("flash attention is priced as its blocks' GEMMs and an exp per score, an estimate: test CPU "
+                           "has no flash_attention_seconds (`python -m core calibrate` times them)",)
 
 
 def test_flash_attention_without_its_query_and_key_shapes_is_refused_by_name():

@@ -19,6 +19,18 @@ def broken():
 def bare():
     return torch.nn.ReLU()
 
+class Attention(torch.nn.Module):  # a projection, then causal self-attention over 4 heads
+    def __init__(self):
+        super().__init__()
+        self.project = torch.nn.Linear(32, 32)
+
+    def forward(self, x):
+        q = self.project(x).view(x.shape[0], x.shape[1], 4, 8).transpose(1, 2)
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+def attention():
+    return Attention()
+
 def not_a_model():
     return 42
 
@@ -99,6 +111,25 @@ def test_your_own_model_is_predicted_with_its_crossover(capsys, calibrated, mode
     cpu, gpu = json.loads(capsys.readouterr().out)
     assert cpu["variant"] == "forward" and cpu["params"] == {"input": "64x84"} and "crossover_batch" not in cpu
     assert "crossover_batch" in gpu and gpu["parts"]["copies"] > 0
+
+
+def test_your_own_attention_is_priced_on_the_host_s_flash_attention_blocks_or_said_to_be_estimated(capsys, calibrated,
+                                                                                                     model_file):
+    argv = ["predict", "--model", f"{model_file}:attention", "--input", "8x64x32", "--on", "this"]
+    assert main(argv) == 0  # the shipped profile was calibrated before calibrate timed the blocks
+    assert ("Note: flash attention is priced as its blocks' GEMMs and an exp per score, an estimate: this machine's "
+            "CPU has no flash_attention_seconds") in capsys.readouterr().out
+    profile = profiles.load()
+    # 10 us a block of 32 rows by 32 keys at head size 8, in proportion to each
+    grid = {f"{q}x{k}x{d}": 1e-5 * q / 32 * k / 32 * d / 8 for q in (32, 64) for k in (32, 512) for d in (8, 32)}
+    profile["cpu"] |= dict.fromkeys(profiles.ATTENTION_FIGURES, grid)
+    profiles.save(profile)
+    assert main([*argv, "--json"]) == 0
+    [cpu] = json.loads(capsys.readouterr().out)
+    assert cpu["notes"] == []
+    # 8 x 4 heads of two 32-row blocks against 64 keys (between 32 and 512 in logs, in proportion: 20 us) at head
+    # size 8: 1,280 us of flash attention beside the projection's GEMM
+    assert 1.28e-3 < cpu["parts"]["compute"] < 1.28e-3 * 1.2
 
 
 def test_your_own_model_on_a_gpu_alone_is_also_predicted_on_the_cpu_that_drives_it(capsys, calibrated, model_file):
