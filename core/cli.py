@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
                          help="with --model: the input's shape, batch first (512x84), and its element type for "
                               "indices such as token ids (32x50:int64)")
     predict.add_argument("--train", action="store_true", help="with --model: a training step, not a forward")
+    predict.add_argument("--check", action="store_true",
+                         help="with --model: also time it on this machine's CPU (torch.utils.benchmark) and print the "
+                              "measurement beside the prediction for it")
     predict.add_argument("--accuracy", action="store_true",
                          help="the model checked against every measured point of every calibrated machine")
     predict.add_argument("--writeups", action="store_true",
@@ -259,8 +262,10 @@ def cmd_predict(args) -> int:
         if args.experiment or args.set:
             raise ConfigError("--model", "predicts your own model: give no experiment and no --set with it")
         return _predict_model(args)
-    if args.input or args.train:
-        raise ConfigError("--input" if args.input else "--train", "goes with --model only")
+    given = [name for name, value in (("--input", args.input), ("--train", args.train), ("--check", args.check))
+             if value]
+    if given:
+        raise ConfigError(given[0], "goes with --model only")
     if not args.experiment:
         raise ConfigError("experiment", "name an experiment (see `python -m core list`) or give --model")
     exp = experiments.get(clip(args.experiment))
@@ -354,10 +359,21 @@ def _predict_model(args) -> int:
     targets = [hardware.resolve(clip(name), host=clip(args.host)) for name in names]
     if all(target.gpu is not None for target in targets):  # the GPUs' crossover is against the CPU that drives them
         targets.insert(0, hardware.resolve(clip(args.host)))
+    measured = _measure_model(args, given, targets) if args.check else None
     report = ownmodel.predict(model, given, args.train, targets)
+    if measured:
+        report = ownmodel.beside(report, measured, hardware.THIS)
     print(json.dumps(report, indent=1) if args.json else
           ownmodel.report_text(report, args.model, args.train, compiled=ownmodel.eager(model)[1]))
     return 0
+
+
+def _measure_model(args, given: ownmodel.Input, targets: list):
+    """--check: the model (a build of its own) timed on this machine's CPU, which must be among the targets."""
+    if not any(target.gpu is None and target.name == hardware.THIS for target in targets):
+        raise ConfigError("--check", "times your model on this machine's CPU, beside the prediction for it: predict "
+                                     "it there too (leave out --host, or add --on this)")
+    return ownmodel.measure(ownmodel.load(args.model), given, args.train)
 
 
 def _config_json(text: str) -> dict:

@@ -12,14 +12,17 @@ import math
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import torch
+from torch.utils import benchmark
 
 from core import census, costmodel, devices, settings, standin
 from core.params import ConfigError, clip, shown
 
 MAX_DIMS = 8
 MAX_ELEMENTS = 2**34  # the input is only ever built on the meta device: this bounds nothing but typos
+MEASURE_SECONDS = 1.0  # --check: the least time torch.utils.benchmark spends timing blocks of calls
 SWEEP = tuple(2**i for i in range(17))  # batch sizes tried for the crossover: 1 .. 65,536
 # Element types an input may have: float32, or integers for indices (token ids, class labels)
 DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32}
@@ -108,17 +111,49 @@ def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dic
     """The census of one call on the meta device: on the GPU's stand-in (`on_gpu`) the input is copied in
     from pageable host memory first."""
     model = eager(model)[0].to(devices.STAND_IN).train(train)  # a forward is inference: no dropout, running stats
-    if train and not any(p.requires_grad for p in model.parameters()):
-        raise ConfigError("--train", "the model has no trainable parameters, so a training step has nothing to train: "
-                                     "leave out --train to predict a forward")
-    optimizer = torch.optim.Adam(model.parameters()) if train else None
     # On the host, one element seen at every index: the copy is counted at its full size, never allocated.
     dtype = DTYPES[given.dtype]
     host_input = (torch.empty(1, dtype=dtype).expand(given.shape) if on_gpu else
                   torch.empty(given.shape, dtype=dtype, device=devices.STAND_IN))
+    call = _one_call(model, train, lambda: host_input.to(devices.STAND_IN))
+    try:
+        # Adam takes its CUDA path on the GPU's stand-in, a recurrent layer the CPU's path on the CPU's
+        with standin.playing_cuda() if on_gpu else standin.playing_cpu():
+            call()  # lazy modules and the optimiser's state come to be on the first call
+            return census.of(call, devices.STAND_IN).summary()
+    except (RuntimeError, TypeError, ValueError, NotImplementedError) as e:
+        raise _failed(e, given, train) from None
+
+
+def measure(model: torch.nn.Module, given: Input, train: bool) -> benchmark.Measurement:
+    """One call of `model` timed on this machine's CPU at torch's threads (torch.utils.benchmark: blocks of calls
+    for at least MEASURE_SECONDS, after a first call), on random floats, or zeros for indices (a valid index into
+    any table). `model` must be a build of its own: the census moves the module it counts to the stand-in."""
+    model = eager(model)[0].train(train)
+    dtype = DTYPES[given.dtype]
+    try:
+        x = torch.randn(given.shape) if dtype.is_floating_point else torch.zeros(given.shape, dtype=dtype)
+        call = _one_call(model, train, lambda: x)
+        call()
+        timer = benchmark.Timer("call()", globals={"call": call}, num_threads=torch.get_num_threads())
+        return timer.blocked_autorange(min_run_time=MEASURE_SECONDS)
+    except MemoryError:
+        raise ConfigError("--check", f"timing on input {given.text} ran out of this machine's memory: check a smaller "
+                                     f"batch") from None
+    except (RuntimeError, TypeError, ValueError, NotImplementedError) as e:
+        raise _failed(e, given, train) from None
+
+
+def _one_call(model: torch.nn.Module, train: bool, fetch) -> Callable[[], object]:
+    """One call on the input `fetch()` gives: a forward under no_grad, or a training step (the output's mean as the
+    loss, backward, an Adam step)."""
+    if train and not any(p.requires_grad for p in model.parameters()):
+        raise ConfigError("--train", "the model has no trainable parameters, so a training step has nothing to train: "
+                                     "leave out --train to predict a forward")
+    optimizer = torch.optim.Adam(model.parameters()) if train else None
 
     def call():
-        x = host_input.to(devices.STAND_IN)
+        x = fetch()
         if optimizer is None:
             with torch.no_grad():
                 return model(x)
@@ -126,15 +161,12 @@ def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dic
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+    return call
 
-    try:
-        # Adam takes its CUDA path on the GPU's stand-in, a recurrent layer the CPU's path on the CPU's
-        with standin.playing_cuda() if on_gpu else standin.playing_cpu():
-            call()  # lazy modules and the optimiser's state come to be on the first call
-            return census.of(call, devices.STAND_IN).summary()
-    except (RuntimeError, TypeError, ValueError, NotImplementedError) as e:
-        raise ConfigError("--model", f"one {'training step' if train else 'forward'} on input {given.text} failed: "
-                                     f"{type(e).__name__}: {clip(str(e), 200)}{_index_hint(e, given)}") from None
+
+def _failed(error: Exception, given: Input, train: bool) -> ConfigError:
+    return ConfigError("--model", f"one {'training step' if train else 'forward'} on input {given.text} failed: "
+                                  f"{type(error).__name__}: {clip(str(error), 200)}{_index_hint(error, given)}")
 
 
 def _index_hint(error: Exception, given: Input) -> str:
@@ -179,14 +211,27 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
     return found
 
 
+def beside(found: list[dict], measured: benchmark.Measurement, device: str) -> list[dict]:
+    """The report with the measurement (measure's) beside the prediction for `device` (this machine's CPU)."""
+    return [entry | {"measured_s": measured.median, "measured_iqr_s": measured.iqr, "measured_blocks": len(measured.times),
+                     "calls_per_block": measured.number_per_run, "threads": measured.num_threads}
+            if entry["device"] == device else entry for entry in found]
+
+
 def report_text(found: list[dict], spec: str, train: bool, compiled: bool = False) -> str:
     """The report for people: per target its predicted time and parts, and for a GPU its crossover; for a module
     torch.compile wrapped (`compiled`), that it is predicted as its eager operations."""
     what = "one training step (forward, mean loss, backward, Adam)" if train else "one forward (eval, no_grad)"
-    lines = [f"{clip(spec)}: {what} on input {found[0]['params']['input']}, predicted (not measured):"]
+    measured = any("measured_s" in entry for entry in found)
+    how = "predicted, and measured on this machine's CPU" if measured else "predicted (not measured)"
+    lines = [f"{clip(spec)}: {what} on input {found[0]['params']['input']}, {how}:"]
     for entry in found:
         parts = costmodel.shares_text(entry["parts"], entry["predicted_s"])
         line = f"  {entry['hardware']}: {entry['predicted_s'] * 1e3:.3g} ms ({parts})"
+        if "measured_s" in entry:
+            line += (f"; measured here {entry['measured_s'] * 1e3:.3g} ms (median of {entry['measured_blocks']} blocks "
+                     f"of {entry['calls_per_block']} call{'s' * (entry['calls_per_block'] != 1)}, IQR {entry['measured_iqr_s'] * 1e3:.2g} ms, "
+                     f"{entry['threads']} threads): predicted/measured {entry['predicted_s'] / entry['measured_s']:.2f}")
         if "crossover_batch" in entry:
             batch = entry["crossover_batch"]
             line += (f"; faster than {entry['crossover_against']} from batch {batch:,}" if batch else

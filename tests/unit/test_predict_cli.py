@@ -3,6 +3,7 @@ import json
 import warnings
 
 import pytest
+import torch
 
 from core import devices, ownmodel, profiles, settings, standin_cpu_rnn
 from core.cli import main
@@ -132,6 +133,23 @@ def test_your_own_attention_is_priced_on_the_host_s_flash_attention_blocks_or_sa
     assert 1.28e-3 < cpu["parts"]["compute"] < 1.28e-3 * 1.2
 
 
+def test_your_own_model_is_timed_here_beside_its_prediction_with_check(capsys, calibrated, model_file, monkeypatch):
+    monkeypatch.setattr(ownmodel, "MEASURE_SECONDS", 0.05)
+    argv = ["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this", "--on", "t4", "--check"]
+    assert main([*argv, "--json"]) == 0
+    cpu, gpu = json.loads(capsys.readouterr().out)
+    assert cpu["device"] == "this" and cpu["measured_s"] > 0 and cpu["measured_iqr_s"] >= 0
+    assert cpu["measured_blocks"] >= 1 and cpu["calls_per_block"] >= 1 and cpu["threads"] == torch.get_num_threads()
+    assert "measured_s" not in gpu  # a GPU is predicted, never measured here
+    assert main(["predict", "--model", f"{model_file}:tagger", "--input", "8x20:int64", "--train", "--check",
+                 "--on", "this"]) == 0  # indices are timed on zeros, a valid index into any table
+    out = capsys.readouterr().out
+    assert "one training step (forward, mean loss, backward, Adam) on input 8x20:int64, predicted, and measured on" in out
+    assert "; measured here " in out and " threads): predicted/measured " in out
+    assert main(["predict", "--model", f"{model_file}:build", "--input", "8x84", "--check", "--host", "typical-cpu"]) == 2
+    assert "--check: times your model on this machine's CPU" in capsys.readouterr().err
+
+
 def test_your_own_model_on_a_gpu_alone_is_also_predicted_on_the_cpu_that_drives_it(capsys, calibrated, model_file):
     assert main(["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "t4", "--json"]) == 0
     cpu, gpu = json.loads(capsys.readouterr().out)
@@ -197,6 +215,7 @@ def test_a_compiled_model_is_predicted_as_its_eager_operations_and_says_so(capsy
     (["--model", "missing.py:build", "--input", "8x84"], "is not a Python file here"),
     (["--model", "{file}", "--input", "8x84"], "is not path/to/file.py:build_fn"),
     (["matmul", "--input", "8x84"], "--input: goes with --model only"),
+    (["matmul", "--check"], "--check: goes with --model only"),
     (["--model", "{file}:tagger", "--input", "8x20"], "wants an integer input: --input 8x20:int64"),
     (["--model", "{file}:build", "--input", "8x84:float16"], "not one of float32, int64, int32 (half precision"),
     (["--model", "{file}:build", "--input", "8x84:int8"], "the element type 'int8' is not one of float32, int64"),
