@@ -40,14 +40,11 @@ def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_
     older = predictions.unmeasured_text("intel-r-xeon-r-processor-cbad859e", "cpu")  # calibrated 2026-11-22
     assert older.startswith("Its profile was calibrated before calibrate measured 13 of its figures (")
     assert "gemm_seconds" in older and "loader_per_sample" in older
-    # calibrated before op_overhead_nested_no_grad and the flash-attention blocks were measured, and nothing else
-    newer = predictions.unmeasured_text("amd-epyc-34e468d3", "cpu")
-    assert newer.startswith("Its profile was calibrated before calibrate measured 3 of its figures "
-                            "(op_overhead_nested_no_grad, flash_attention_seconds, flash_attention_backward_seconds)")
+    assert predictions.unmeasured_text("amd-epyc-34e468d3", "cpu") == ""  # calibrated by this version: it has them all
     assert predictions.unmeasured_text("no-such-machine", "cpu") == ""
     assert main(["predict", "--accuracy"]) == 0
     out = capsys.readouterr().out
-    assert out.count("Its profile was calibrated before calibrate measured") == 2
+    assert out.count("Its profile was calibrated before calibrate measured") == 1
 
 
 def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(shipped_results, capsys):
