@@ -99,11 +99,11 @@ TINY_SECONDS = 1e-12  # a grid figure's floor before its logarithm
 ONEDNN_LSTM = ("aten.mkldnn_rnn_layer", "aten.mkldnn_rnn_layer_backward")  # its forward and backward (standin_cpu_rnn)
 # Element-wise work per step, row and hidden unit of an LSTM layer: what ATen's unfused cell writes (the gates' sum 4,
 # three sigmoids, two tanh, three products, one sum: 13); its backward taken as twice its forward
+LSTM_GATE_ELEMENTS = {"aten.mkldnn_rnn_layer": 13, "aten.mkldnn_rnn_layer_backward": 26}
 # torch's CPU flash attention, forward and backward (core.standin_cpu_attention): the host's figure per block, where
 # its query sits among the operands, and the GEMMs of one block (the backward recomputes the scores)
 FLASH_ATTENTION = {"aten._scaled_dot_product_flash_attention_for_cpu": ("flash_attention_seconds", 0, 2),
                    "aten._scaled_dot_product_flash_attention_for_cpu_backward": ("flash_attention_backward_seconds", 1, 5)}
-LSTM_GATE_ELEMENTS = {"aten.mkldnn_rnn_layer": 13, "aten.mkldnn_rnn_layer_backward": 26}
 MISSING = object()
 
 
