@@ -175,7 +175,7 @@ HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "�
                "B/s": (1e9, "GB/s")}
 
 
-CALIBRATION_TIME = "three to four minutes"  # a full calibration on a 2-core CPU (the AMD EPYC: 194-238 s)
+CALIBRATION_TIME = "three to four minutes"  # a full calibration on a 2-core CPU (the AMD EPYC: 194-242 s)
 
 
 class ProfileError(ValueError):
