@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+import psutil
 import torch
 from torch.utils import benchmark
 
@@ -23,6 +24,7 @@ from core.params import ConfigError, clip, shown
 MAX_DIMS = 8
 MAX_ELEMENTS = 2**34  # the input is only ever built on the meta device: this bounds nothing but typos
 MEASURE_SECONDS = 1.0  # --check: the least time torch.utils.benchmark spends timing blocks of calls
+CHECK_MEMORY_SHARE = 0.5  # --check: the most of the free memory its input may take (the model's activations need more)
 SWEEP = tuple(2**i for i in range(17))  # batch sizes tried for the crossover: 1 .. 65,536
 # Element types an input may have: float32, or integers for indices (token ids, class labels)
 DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32}
@@ -131,6 +133,11 @@ def measure(model: torch.nn.Module, given: Input, train: bool) -> benchmark.Meas
     any table). `model` must be a build of its own: the census moves the module it counts to the stand-in."""
     model = eager(model)[0].train(train)
     dtype = DTYPES[given.dtype]
+    needed, available = math.prod(given.shape) * dtype.itemsize, psutil.virtual_memory().available
+    if needed > CHECK_MEMORY_SHARE * available:
+        raise ConfigError("--check", f"the input {given.text} alone takes {needed / 2**30:.1f} GiB, over "
+                                     f"{CHECK_MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB this machine has "
+                                     f"free: check a smaller batch (the prediction itself allocates nothing)")
     try:
         x = torch.randn(given.shape) if dtype.is_floating_point else torch.zeros(given.shape, dtype=dtype)
         call = _one_call(model, train, lambda: x)

@@ -151,6 +151,11 @@ def test_your_own_model_is_timed_here_beside_its_prediction_with_check(capsys, c
     assert "; measured here " in out and " threads): predicted/measured " in out
     assert main(["predict", "--model", f"{model_file}:build", "--input", "8x84", "--check", "--host", "typical-cpu"]) == 2
     assert "--check: times your model on this machine's CPU" in capsys.readouterr().err
+    # an input that would not fit is refused before anything is allocated: 2^31 floats are 8 GiB
+    monkeypatch.setattr(ownmodel.psutil, "virtual_memory", lambda: type("Free", (), {"available": 2**33})())
+    assert main(["predict", "--model", f"{model_file}:build", "--input", "25565282x84", "--check", "--on", "this"]) == 2
+    assert ("--check: the input 25565282x84 alone takes 8.0 GiB, over 50% of the 8.0 GiB this machine has free"
+            in capsys.readouterr().err)
 
 
 def test_your_own_model_on_a_gpu_alone_is_also_predicted_on_the_cpu_that_drives_it(capsys, calibrated, model_file):
