@@ -159,6 +159,12 @@ st.header("Will a GPU help?")
 st.markdown("Pick an experiment and one of its runs (a configuration measured with stand-in censuses): for each GPU "
             f"of the catalogue, its predicted time per unit against this run's measured CPU time, driven by {host}'s "
             "CPU, and from where along the swept parameter the GPU would be faster.")
+st.caption("Your own model: `python -m core predict --model path/to/file.py:build_fn --input 512x84 [--train] "
+           "[--check]` predicts one forward (or training step) of it on this CPU and on every catalogue GPU, with the "
+           "batch from which each GPU would win; `--check` also times it on this CPU beside its prediction. It runs "
+           "your file, so it is a command, never a page" + (
+               ": this read-only view runs nothing, so install Crossover on a machine of your own." if settings.read_only()
+               else "."))
 with_standin = {name: exp for name, exp in experiments.registry().items() if predicted.standin_runs(records, name)}
 if not with_standin:
     st.info("No run with stand-in censuses in the results yet: a run of this version ends by taking the census of "

@@ -66,6 +66,18 @@ def test_without_stand_in_censuses_the_section_says_to_rerun(made, results_dir):
     assert any("No stand-in census" in i.value and "python -m core run matmul" in i.value for i in at.info)
 
 
+@pytest.mark.parametrize("read_only", [False, True])
+def test_the_predictions_page_says_how_to_predict_your_own_model(made, results_dir, monkeypatch, read_only):
+    if read_only:
+        monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    copy_in(made, results_dir, standin=False)  # shown even before any run has stand-in censuses
+    at = render("pages/predictions.py")
+    assert not at.exception
+    [own] = [c.value for c in at.caption if c.value.startswith("Your own model:")]
+    assert "python -m core predict --model path/to/file.py:build_fn --input 512x84 [--train] [--check]" in own
+    assert ("install Crossover on a machine of your own" in own) == read_only
+
+
 def test_without_a_profile_the_section_and_the_sidebar_say_how_to_calibrate(made, results_dir):
     copy_in(made, results_dir, profile=False)
     at = render("pages/matmul.py")
