@@ -220,9 +220,16 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
 
 def beside(found: list[dict], measured: benchmark.Measurement, device: str) -> list[dict]:
     """The report with the measurement (measure's) beside the prediction for `device` (this machine's CPU)."""
-    return [entry | {"measured_s": measured.median, "measured_iqr_s": measured.iqr, "measured_blocks": len(measured.times),
-                     "calls_per_block": measured.number_per_run, "threads": measured.num_threads}
-            if entry["device"] == device else entry for entry in found]
+    taken = {"measured_s": measured.median, "measured_iqr_s": measured.iqr, "measured_blocks": len(measured.times),
+             "calls_per_block": measured.number_per_run, "threads": measured.num_threads}
+    return [entry | taken if entry["device"] == device else entry for entry in found]
+
+
+def _measured_text(entry: dict) -> str:
+    calls = entry["calls_per_block"]
+    return (f"measured here {entry['measured_s'] * 1e3:.3g} ms (median of {entry['measured_blocks']} blocks of {calls} "
+            f"call{'s' * (calls != 1)}, IQR {entry['measured_iqr_s'] * 1e3:.2g} ms, {entry['threads']} threads): "
+            f"predicted/measured {entry['predicted_s'] / entry['measured_s']:.2f}")
 
 
 def report_text(found: list[dict], spec: str, train: bool, compiled: bool = False) -> str:
@@ -236,9 +243,7 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
         parts = costmodel.shares_text(entry["parts"], entry["predicted_s"])
         line = f"  {entry['hardware']}: {entry['predicted_s'] * 1e3:.3g} ms ({parts})"
         if "measured_s" in entry:
-            line += (f"; measured here {entry['measured_s'] * 1e3:.3g} ms (median of {entry['measured_blocks']} blocks "
-                     f"of {entry['calls_per_block']} call{'s' * (entry['calls_per_block'] != 1)}, IQR {entry['measured_iqr_s'] * 1e3:.2g} ms, "
-                     f"{entry['threads']} threads): predicted/measured {entry['predicted_s'] / entry['measured_s']:.2f}")
+            line += f"; {_measured_text(entry)}"
         if "crossover_batch" in entry:
             batch = entry["crossover_batch"]
             line += (f"; faster than {entry['crossover_against']} from batch {batch:,}" if batch else
