@@ -168,6 +168,10 @@ OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a 
 GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of hundreds of shapes, two figures each
 # keyed by block shape: a grid, forward and backward
 ATTENTION_FIGURES = ("flash_attention_seconds", "flash_attention_backward_seconds")
+GRID_FIGURES = GEMM_FIGURES + ATTENTION_FIGURES  # every figure timed on a grid of shapes 'AxBxC'
+# Each grid as a table: its three sizes' names, and its two figures' columns
+GRID_TABLES = {GEMM_FIGURES: (("M", "K", "N"), ("torch.mm (µs)", "nn.Linear's addmm (µs)")),
+               ATTENTION_FIGURES: (("query rows", "key columns", "head size"), ("forward (µs)", "backward (µs)"))}
 
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
 HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
@@ -273,7 +277,7 @@ def validate(profile: dict) -> None:
     if error is not None:
         where = "/".join(map(str, error.absolute_path)) or "profile"
         raise ProfileError(f"{where}: {error.message}")
-    for field in GEMM_FIGURES + ATTENTION_FIGURES:
+    for field in GRID_FIGURES:
         problem = costmodel.not_a_grid(list(profile["cpu"].get(field, {})))
         if problem:
             raise ProfileError(f"cpu/{field}: {problem}")
@@ -380,21 +384,13 @@ def op_rows(profile: dict) -> list[dict]:
              "per element written": " ".join(human(elements[name], "s/elem"))} for name in calls if name in elements]
 
 
-def gemm_rows(profile: dict) -> list[dict]:
-    """The CPU's GEMM grid (GEMM_FIGURES) as table rows, one per shape: M, K, N and each figure in microseconds."""
-    plain, linear = (profile["cpu"].get(field, {}) for field in GEMM_FIGURES)
-    return [dict(zip("MKN", map(int, shape.split("x")))) | {"torch.mm (µs)": plain[shape] * 1e6,
-                                                            "nn.Linear's addmm (µs)": linear.get(shape, float("nan")) * 1e6}
-            for shape in plain]
-
-
-def attention_rows(profile: dict) -> list[dict]:
-    """The CPU's flash-attention grid (ATTENTION_FIGURES) as table rows, one per block shape: query rows, key
-    columns, head size and each figure in microseconds."""
-    forward, backward = (profile["cpu"].get(field, {}) for field in ATTENTION_FIGURES)
-    return [dict(zip(("query rows", "key columns", "head size"), map(int, shape.split("x"))))
-            | {"forward (µs)": forward[shape] * 1e6, "backward (µs)": backward.get(shape, float("nan")) * 1e6}
-            for shape in forward]
+def grid_rows(profile: dict, fields: tuple[str, str]) -> list[dict]:
+    """The CPU's grid of two figures timed per shape (GRID_TABLES' keys) as table rows, one per shape: its three
+    sizes and each figure in microseconds."""
+    axes, columns = GRID_TABLES[fields]
+    first, second = (profile["cpu"].get(field, {}) for field in fields)
+    return [dict(zip(axes, map(int, shape.split("x"))))
+            | {columns[0]: first[shape] * 1e6, columns[1]: second.get(shape, float("nan")) * 1e6} for shape in first]
 
 
 # A field whose calibration changed when another field was first measured: that field, and what the figure

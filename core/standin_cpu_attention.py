@@ -28,12 +28,13 @@ aten = torch.ops.aten
 FORWARD = aten._scaled_dot_product_flash_attention_for_cpu
 BACKWARD = aten._scaled_dot_product_flash_attention_for_cpu_backward
 KEY_SPLIT = 512
+QUERY_SPLITS = ((768, 256), (192, 64), (0, 32))  # from this many queries on, blocks of this many rows
 FLASH = int(SDPBackend.FLASH_ATTENTION)  # torch._fused_sdp_choice's answer for this kernel
 
 
 def query_split(query_length: int) -> int:
     """The query rows of one of the kernel's blocks, by the query's length (its last block may have fewer)."""
-    return 256 if query_length >= 768 else 64 if query_length >= 192 else 32
+    return next(rows for shortest, rows in QUERY_SPLITS if query_length >= shortest)
 
 
 def blocks(query_length: int, key_length: int) -> list[tuple[int, int, int]]:
@@ -52,10 +53,10 @@ def _splits(length: int, size: int) -> list[int]:
 
 def query_length_for(rows: int) -> int:
     """The shortest query whose blocks all have `rows` rows (a probe's, core.calibrate): 32, 64 or 256 rows."""
-    shortest = {32: 32, 64: 192, 256: 768}
-    if rows not in shortest:
-        raise ValueError(f"rows: {rows} is not one of the kernel's block heights {sorted(shortest)}")
-    return shortest[rows]
+    lengths = {split: max(shortest, split) for shortest, split in QUERY_SPLITS}
+    if rows not in lengths:
+        raise ValueError(f"rows: {rows} is not one of the kernel's block heights {sorted(lengths)}")
+    return lengths[rows]
 
 
 @contextmanager

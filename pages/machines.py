@@ -18,12 +18,13 @@ st.markdown("Every machine with results or a calibrated profile in the results f
 
 
 
-def grid_table(rows: list[dict], what: str, timed: tuple[str, str]) -> None:
-    """A figure timed per shape (calibrate's grids), in an expander: one row a shape, its times in µs."""
+def grid_table(profile: dict, fields: tuple[str, str], what: str) -> None:
+    """Two figures timed per shape (calibrate's grids), in an expander: one row a shape, its times in µs."""
+    rows = profiles.grid_rows(profile, fields)
     if rows:
         with st.expander(f"The {len(rows)} {what}"):
-            st.dataframe(pd.DataFrame(rows), hide_index=True,
-                         column_config={column: st.column_config.NumberColumn(format="%.2f") for column in timed})
+            st.dataframe(pd.DataFrame(rows), hide_index=True, column_config={
+                column: st.column_config.NumberColumn(format="%.2f") for column in profiles.GRID_TABLES[fields][1]})
 
 
 here = devices.fingerprint()["machine_id"]
@@ -57,7 +58,7 @@ for mid, fp in fingerprints.items():
     if busy:
         st.warning(busy.capitalize() + ".", icon="⚠️")
     table = pd.DataFrame([row for row in profiles.rows(profile)
-                          if row["field"] not in profiles.OP_FIGURES + profiles.GEMM_FIGURES + profiles.ATTENTION_FIGURES])
+                          if row["field"] not in profiles.OP_FIGURES + profiles.GRID_FIGURES])
     table["value"] = table["value"] + " " + table.pop("unit")
     st.dataframe(table, hide_index=True, height="content",
                  column_config={"size": st.column_config.TextColumn("size, width or class", width=170),
@@ -67,11 +68,10 @@ for mid, fp in fingerprints.items():
         with st.expander(f"The {len(timed)} operations timed one by one: a fixed part per call beyond its dispatch, "
                          f"and a time per element written (`core/op_probes.py`)"):
             st.dataframe(pd.DataFrame(timed), hide_index=True)
-    grid_table(profiles.gemm_rows(profile), "GEMM shapes timed (M x K by K x N): what the cost model prices a GEMM "
-               "by, beyond its dispatch", ("torch.mm (µs)", "nn.Linear's addmm (µs)"))
-    grid_table(profiles.attention_rows(profile), "flash-attention blocks timed (query rows x key columns, at a head "
-               "size): what the cost model prices F.scaled_dot_product_attention on this CPU by",
-               ("forward (µs)", "backward (µs)"))
+    grid_table(profile, profiles.GEMM_FIGURES, "GEMM shapes timed (M x K by K x N): what the cost model prices a GEMM "
+               "by, beyond its dispatch")
+    grid_table(profile, profiles.ATTENTION_FIGURES, "flash-attention blocks timed (query rows x key columns, at a head "
+               "size): what the cost model prices F.scaled_dot_product_attention on this CPU by")
 
 st.subheader("Runs")
 runs = results.runs_frame(records)
