@@ -59,6 +59,8 @@ LOADER_RANGE = "enumerate(DataLoader)#"
 PIN_OPS = frozenset({"aten::pin_memory", "aten::_pin_memory"})
 DEVICE_WORK = frozenset({"kernel", "gpu_memset"})
 RUNTIME = frozenset({"cuda_runtime", "cuda_driver"})
+CUDA_RUNTIME_CALL = re.compile(r"cuda[A-Z]")  # cudaLaunchKernel, cudaMemcpyAsync, cudaStreamSynchronize...
+CUDA_DRIVER_CALL = re.compile(r"cu[A-Z]")  # cuLaunchKernel, cuLaunchKernelEx...
 SYNC_CALL = re.compile(r"synchronize|memcpy", re.IGNORECASE)  # the runtime calls that can block the host
 # The profiler's own utility events, left out as torch.profiler's event list leaves them out.
 IGNORED = frozenset({"[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
@@ -195,11 +197,29 @@ def profile_events(prof: profile) -> list[Event]:
     takes seconds for the tens of thousands of events of an epoch's tiny operators."""
     results = prof.profiler.kineto_results
     origin = results.trace_start_ns()
-    return [Event(e.name(), e.activity_type(), e.device_type().name, e.device_index(),
+    return [Event(e.name(), activity(e), e.device_type().name, e.device_index(),
                   (e.start_ns() - origin) * 1e-9, (e.end_ns() - origin) * 1e-9, e.start_thread_id(),
                   e.correlation_id(), e.linked_correlation_id())
             for e in results.events()
             if e.name() not in IGNORED and not e.is_async() and not _hidden(e)]
+
+
+def activity(event) -> str:
+    """Kineto's activity type of a profile event. torch 2.13 reports it; older releases (a GPU image's torch
+    2.11, say) do not, and there the type follows from what the event does say: its device, whether it is a
+    user annotation or a Python function, and, for the rest, its name (Memcpy/Memset on the device, CUDA's
+    runtime and driver calls on the host)."""
+    if hasattr(event, "activity_type"):
+        return event.activity_type()
+    name, on_device = event.name(), event.device_type().name != "CPU"
+    if event.is_user_annotation():
+        return "gpu_user_annotation" if on_device else "user_annotation"
+    if on_device:
+        return "gpu_memcpy" if name.startswith("Memcpy") else "gpu_memset" if name.startswith("Memset") else "kernel"
+    if event.is_python_function():
+        return "python_function"
+    return "cuda_runtime" if CUDA_RUNTIME_CALL.match(name) else "cuda_driver" if CUDA_DRIVER_CALL.match(name) \
+        else "cpu_op"
 
 
 def split(events: list[Event], windows: list[tuple[float, float]], accelerator: bool) -> dict:

@@ -188,3 +188,28 @@ def test_on_a_gpu_the_kernels_per_sample_match_the_traced_kernels(tmp_path):
         kernels = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel"]
     assert result["kernels"] * result["samples"] == len(kernels)
     assert result["compute_s"] > 0
+
+
+class WithoutActivityType:
+    """A profile event as a torch release before 2.13 gives it: no activity_type()."""
+
+    def __init__(self, event):
+        self._event = event
+
+    def __getattr__(self, name):
+        if name == "activity_type":
+            raise AttributeError(name)
+        return getattr(self._event, name)
+
+
+def test_without_torchs_activity_type_every_event_gets_the_type_torch_gives_it():
+    loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=4)
+    linear = torch.nn.Linear(4, 2)
+    with breakdown.profile(activities=[breakdown.ProfilerActivity.CPU], with_stack=False) as prof:
+        with breakdown.record_function("crossover.lap.0"):
+            for (x,) in loader:
+                linear(x).sum().backward()
+    events = list(prof.profiler.kineto_results.events())
+    kinds = {e.activity_type() for e in events}
+    assert {"cpu_op", "user_annotation"} <= kinds
+    assert [breakdown.activity(WithoutActivityType(e)) for e in events] == [e.activity_type() for e in events]

@@ -110,7 +110,7 @@ def test_a_failed_capture_falls_back_to_the_eager_step_and_the_point_records_why
 def test_tuned_cuda_graph_matches_the_eager_loop_on_every_cuda_device(device):
     graphed = model.Trainer("tuned", device, 20, 1, 0.08, 128)
     assert graphed.cuda_graph and graphed.graph_error is None
-    for param, start in zip(graphed.model.parameters(), graphed.start):
+    for param, start in zip(graphed.model.parameters(), graphed.start.values):
         assert torch.equal(param, start)  # the capture's warm-up and checking replay are undone
     eager = model.Trainer("as written", device, 20, 1, 0.08, 128).train(20)
     curve = graphed.train(20)
