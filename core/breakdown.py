@@ -212,11 +212,11 @@ def activity(event) -> str:
     if hasattr(event, "activity_type"):
         return event.activity_type()
     name, on_device = event.name(), event.device_type().name != "CPU"
-    if event.is_user_annotation():
+    if getattr(event, "is_user_annotation", lambda: False)():
         return "gpu_user_annotation" if on_device else "user_annotation"
     if on_device:
         return "gpu_memcpy" if name.startswith("Memcpy") else "gpu_memset" if name.startswith("Memset") else "kernel"
-    if event.is_python_function():
+    if getattr(event, "is_python_function", lambda: False)():
         return "python_function"
     return "cuda_runtime" if CUDA_RUNTIME_CALL.match(name) else "cuda_driver" if CUDA_DRIVER_CALL.match(name) \
         else "cpu_op"
