@@ -10,7 +10,7 @@ from typing import Callable
 
 import pandas as pd
 
-from core import costmodel, devices, hardware, results, standin
+from core import calibrate, costmodel, devices, hardware, profiles, results, standin
 from core.timing import call_text
 from core.experiments.base import Experiment, Point
 
@@ -264,6 +264,19 @@ def unmeasured_text(machine_id: str, device: str) -> str:
     return (f"Its profile was calibrated before calibrate measured {len(missing)} of its figures ({', '.join(missing)}): "
             f"the cost model stands in for them, so its points check the model with less than this version measures; "
             f"calibrating it again would check the model as it is.")
+
+
+def quick_profile_text(machine_id: str) -> str:
+    """'' or a sentence saying that a machine's profile is a quick calibration, and what that does to its check: the
+    model prices a matrix product larger than any the calibration timed at the largest one's rate."""
+    profile = profiles.load(machine_id)
+    if not profile or not profile.get("quick"):
+        return ""
+    quick, full = calibrate.QUICK.matmul_sizes[-1], calibrate.FULL.matmul_sizes[-1]
+    return (f"Its profile is a quick calibration (calibrate --quick: one pass, fewer sizes). It timed matrix products "
+            f"up to {quick}x{quick}, and the model prices a larger one at that size's rate, so its larger compute-bound "
+            f"points check the quick profile more than the model; a full calibration on that machine (python -m core "
+            f"calibrate) times them up to {full}x{full}.")
 
 
 def bound(host_share: float) -> str:

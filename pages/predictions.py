@@ -35,6 +35,24 @@ def _share(value) -> str:
     return "-" if value is None or pd.isna(value) else f"{value:.0%}"
 
 
+def _checked(part: pd.DataFrame) -> None:
+    """One device's points checked: four figures, and the same by what bounds the prediction."""
+    found = predictions.summary(part)
+    points, median, within, worst = st.columns(4)
+    points.metric("points", found["points"])
+    median.metric("median predicted / measured", _ratio(found["median_ratio"]))
+    within.metric(f"within {predictions.WITHIN:g}x", _share(found["share_within"]))
+    worst.metric("worst ratio", _ratio(found["worst_ratio"]))
+    bounds = predictions.by_bound(part)
+    st.dataframe(bounds.assign(share_within=bounds["share_within"] * 100), hide_index=True, column_config={
+        "bound": st.column_config.TextColumn("What bounds the prediction"),
+        "points": st.column_config.NumberColumn("Points"),
+        "median_ratio": st.column_config.NumberColumn("Median predicted / measured", format="%.3g"),
+        "worst_ratio": st.column_config.NumberColumn("Worst ratio", format="%.3g"),
+        "share_within": st.column_config.ProgressColumn(f"Within {predictions.WITHIN:g}x", format="%.0f%%",
+                                                         min_value=0.0, max_value=100.0)})
+
+
 # -- (a) accuracy where a machine measured ------------------------------------------------------------------
 st.header("How close the model comes where we measured")
 st.markdown(f"For every point measured with a census on a machine with a calibrated profile (each machine's "
@@ -54,27 +72,18 @@ for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *
         st.caption("No measured point with a census the model can read yet (runs of this version record one): "
                    "run an experiment on it (`python -m core run NAME --preset quick`).")
         continue
-    found = predictions.summary(part)
-    points, median, within, worst = st.columns(4)
-    points.metric("points", found["points"])
-    median.metric("median predicted / measured", _ratio(found["median_ratio"]))
-    within.metric(f"within {predictions.WITHIN:g}x", _share(found["share_within"]))
-    worst.metric("worst ratio", _ratio(found["worst_ratio"]))
-    for device in part["device"].unique():
+    if quick := predictions.quick_profile_text(machine_id):
+        st.caption(quick)
+    for device in sorted(part["device"].unique(), key=lambda d: (d != "cpu", d)):
+        on_device = part[part["device"] == device]
+        st.markdown(f"{device}: {on_device['device_name'].iloc[0]}")
+        _checked(on_device)
         if unmeasured := predictions.unmeasured_text(machine_id, device):
             st.caption(unmeasured)
     repeated = predictions.repeatability_text(repeats[repeats["machine_id"] == machine_id])
     if repeated:
         st.caption(f"How far its own measurements repeat: {repeated}, of every point it measured twice, with a census or "
                    f"not. The model cannot be checked more finely than that.")
-    bounds = predictions.by_bound(part)
-    st.dataframe(bounds.assign(share_within=bounds["share_within"] * 100), hide_index=True, column_config={
-        "bound": st.column_config.TextColumn("What bounds the prediction"),
-        "points": st.column_config.NumberColumn("Points"),
-        "median_ratio": st.column_config.NumberColumn("Median predicted / measured", format="%.3g"),
-        "worst_ratio": st.column_config.NumberColumn("Worst ratio", format="%.3g"),
-        "share_within": st.column_config.ProgressColumn(f"Within {predictions.WITHIN:g}x", format="%.0f%%",
-                                                         min_value=0.0, max_value=100.0)})
 if not accuracy.empty:
     st.caption(f"What bounds a point is the host's share of its predicted time (dispatch, Python, data loading): "
                f"{predictions.bounds_text()}. A GPU prediction of a small workload rests on the host terms; the "

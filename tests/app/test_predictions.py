@@ -6,7 +6,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from core import calibrate, experiments, hardware, predictions, profiles, settings, writeups
+from core import calibrate, experiments, hardware, predictions, profiles, results, settings, writeups
 from tests.helpers import render, smoke_record
 
 SECTION = "What a GPU would do (predicted)"
@@ -204,3 +204,19 @@ def test_a_broken_write_up_validation_is_named_not_a_traceback(made, results_dir
     assert not at.exception
     assert any("writeups.json" in w.value for w in at.warning)
     assert any("Not computed on this machine yet" in i.value for i in at.info)
+
+
+H200_HOST = "intel-r-xeon-r-processor-6c664674"  # the shipped H200 machine: a quick matmul run and a quick calibration
+
+
+def test_a_gpu_machines_points_are_checked_apart_from_its_cpus_with_its_quick_profile_named(results_dir):
+    shutil.copytree(settings.APP_ROOT / "results" / H200_HOST, results_dir / H200_HOST)
+    at = render("pages/predictions.py")
+    assert not at.exception
+    lines = [m.value for m in at.markdown]
+    assert any(line.startswith("cpu: Intel(R) Xeon(R)") for line in lines)
+    assert any(line.startswith("cuda:0: NVIDIA H200") for line in lines)
+    points = [int(m.value) for m in at.metric if m.label == "points"]
+    checked = predictions.accuracy(results.load_records())
+    assert points == [(checked["device"] == "cpu").sum(), (checked["device"] == "cuda:0").sum()] and min(points) > 0
+    assert any("Its profile is a quick calibration" in c.value and "up to 256x256" in c.value for c in at.caption)

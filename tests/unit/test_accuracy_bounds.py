@@ -60,3 +60,14 @@ def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(ship
     lines = capsys.readouterr().out.splitlines()
     assert shipped["cold"].any()  # the shipped jacobian's vectorized full form at val 100: one call, no warm-up
     assert sum("; one cold call, no warm-up" in line for line in lines) == shipped["cold"].sum()
+
+
+def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_results, capsys):
+    quick = predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674")  # the H200 machine: calibrate --quick
+    assert quick.startswith("Its profile is a quick calibration") and "up to 256x256" in quick and "1024x1024" in quick
+    assert predictions.quick_profile_text("amd-epyc-34e468d3") == ""  # a full calibration
+    assert predictions.quick_profile_text("no-such-machine") == ""
+    assert main(["predict", "--accuracy"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Its profile is a quick calibration") == 2  # the H200 machine's CPU and its GPU, each checked
+    assert "NVIDIA H200 cuda:0: checked against" in out
