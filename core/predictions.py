@@ -272,7 +272,7 @@ def quick_profile_text(machine_id: str) -> str:
     profile = profiles.load(machine_id)
     if not profile or not profile.get("quick"):
         return ""
-    quick, full = calibrate.QUICK.matmul_sizes[-1], calibrate.FULL.matmul_sizes[-1]
+    quick, full = max(map(int, profile["cpu"]["matmul_flops"])), calibrate.FULL.matmul_sizes[-1]
     return (f"Its profile is a quick calibration (calibrate --quick: one pass, fewer sizes). It timed matrix products "
             f"up to {quick}x{quick}, and the model prices a larger one at that size's rate, so its larger compute-bound "
             f"points check the quick profile more than the model; a full calibration on that machine (python -m core "
