@@ -314,6 +314,10 @@ def _print_accuracy(as_json: bool) -> int:
                 else f"; the run before measured {_seconds_text(row['measured_before_s'])}")
             print(f"  {row['experiment']} {row['variant']} {row['point']}: measured {_seconds_text(row['measured_s'])}, "
                   f"predicted {_seconds_text(row['predicted_s'])} (x{row['ratio']:.2f}{again})")
+    for row in predictions.catalogue_summary(predictions.catalogue_accuracy(records)).itertuples():
+        print(f"The catalogue's {row.hardware}, against that machine's measured GPU: {row.points} points, median "
+              f"predicted/measured {row.median_ratio:.2f}, {row.share_within:.0%} within {predictions.WITHIN:g}x, "
+              f"{row.share_within_2x:.0%} within 2x, worst {row.worst_ratio:.2f}")
     if frame.empty:
         print("no measured point with a census on a machine with a calibrated profile: run `python -m core "
               "calibrate`, then an experiment")

@@ -141,13 +141,16 @@ HOST_PARTS = ("host", "launches", "loading")  # what the host spends: the terms 
 BOUNDS = ((0.8, "host-bound"), (0.5, "mixed"), (0.0, "compute-bound"))
 
 
-def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
+def accuracy(records: list[dict], latest_only: bool = True,
+             target_for: Callable[[dict, str], hardware.Target | None] = None) -> pd.DataFrame:
     """For every measured point with a census, on a machine with a calibrated profile: the prediction for
     that machine's own device beside the measured median. `ratio` = predicted / measured; `within`: the
     ratio is within WITHIN either way; `host_share` the host's part of the predicted time and `bound` what
     that makes the point (BOUNDS); `cold`: the measurement is a single first call (the run's budget left no
     room for a warm-up), while the model predicts a warm one. Only each machine's latest complete run per
-    experiment and preset (`latest_only`), so that a point counts once."""
+    experiment and preset (`latest_only`), so that a point counts once. `target_for(record, device)` picks the
+    hardware predicted instead of the machine's own (None: not a point to check)."""
+    target_for = target_for or (lambda record, device: _own_target(record["machine_id"], device))
     targets: dict[tuple[str, str], hardware.Target | None] = {}
     flat = []
     for record in _latest(records) if latest_only else records:
@@ -158,7 +161,7 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
                 continue
             key = (record["machine_id"], row["device"])
             if key not in targets:
-                targets[key] = _own_target(*key)
+                targets[key] = target_for(record, row["device"])
             target = targets[key]
             if target is None:
                 continue
@@ -178,6 +181,31 @@ def accuracy(records: list[dict], latest_only: bool = True) -> pd.DataFrame:
                          "within": within(ratio),
                          "host_share": host_share, "bound": bound(host_share), "hardware": target.title})
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
+
+
+def catalogue_accuracy(records: list[dict]) -> pd.DataFrame:
+    """accuracy() of every GPU point measured on a GPU the catalogue lists (by the name the record gives it), predicted
+    with the catalogue's entry driven by that machine's own calibrated CPU: how far the published and assumed figures
+    the catalogue predicts a GPU you do not have with carry, where one such GPU has measured."""
+    return accuracy(records, target_for=_catalogue_target)
+
+
+def _catalogue_target(record: dict, device: str) -> hardware.Target | None:
+    if devices.kind(device) != "cuda":
+        return None
+    try:
+        target = hardware.resolve(results.device_name(record, device), host=record["machine_id"])
+    except hardware.HardwareError:  # a GPU the catalogue does not list, or a machine with no calibrated CPU
+        return None
+    return target if target.gpu.origin == "catalogue" else None
+
+
+def catalogue_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """summary() of catalogue_accuracy() per catalogue GPU (its `hardware`), with the share within 2x beside."""
+    found = [{"hardware": name, **summary(part), "share_within_2x": float((off_by(part["ratio"]) <= 2).mean())}
+             for name, part in frame.groupby("hardware")]
+    return pd.DataFrame(found, columns=["hardware", "points", "median_ratio", "worst_ratio", "share_within",
+                                        "share_within_2x"])
 
 
 def within(ratio: float) -> bool:

@@ -109,6 +109,29 @@ if not accuracy.empty:
                                         help="The same point measured by the run before, in the same configuration: "
                                              "how far the measurement itself moved")})
 
+catalogue = data.catalogue_accuracy()
+if not catalogue.empty:
+    st.subheader("The catalogue, against a GPU that measured")
+    st.markdown("A GPU you do not have is predicted from the catalogue's published and assumed figures. Where a "
+                "machine in the results has a GPU the catalogue lists, that entry predicts the GPU's measured points, "
+                "driven by the machine's own calibrated CPU: how far the catalogue's figures carry for that GPU.")
+    found = predictions.catalogue_summary(catalogue)
+    shares = {column: st.column_config.ProgressColumn(label, format="%.0f%%", min_value=0.0, max_value=100.0)
+              for column, label in (("share_within", f"Within {predictions.WITHIN:g}x"), ("share_within_2x", "Within 2x"))}
+    st.dataframe(found.assign(share_within=found["share_within"] * 100, share_within_2x=found["share_within_2x"] * 100),
+                 hide_index=True, column_config={
+                     "hardware": st.column_config.TextColumn("Catalogue entry (predicted)", width="medium"),
+                     "points": st.column_config.NumberColumn("Measured points"),
+                     "median_ratio": st.column_config.NumberColumn("Median predicted / measured", format="%.3g"),
+                     "worst_ratio": st.column_config.NumberColumn("Worst ratio", format="%.3g"), **shares})
+    with st.expander("Every point the catalogue predicted"):
+        st.dataframe(catalogue, hide_index=True, column_order=["experiment", "machine", "device_name", "variant", "point",
+                                                               "measured_s", "predicted_s", "ratio", "within"],
+                     column_config={"measured_s": st.column_config.NumberColumn("measured (s per sample)", format="%.3g"),
+                                    "predicted_s": st.column_config.NumberColumn("predicted (s per sample)",
+                                                                                 format="%.3g"),
+                                    "ratio": st.column_config.NumberColumn("predicted / measured", format="%.3g")})
+
 # -- (b) the write-ups ------------------------------------------------------------------------------------
 st.header("The write-ups' figures, predicted")
 st.markdown(f"Every timing figure and GPU speedup the write-ups publish, predicted on the hardware the write-up "

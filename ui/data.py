@@ -62,6 +62,17 @@ def accuracy() -> pd.DataFrame:
     return _accuracy(_signature(), _profiles_signature())
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def _catalogue_accuracy(signature: tuple, calibrated: tuple) -> pd.DataFrame:
+    return predictions.catalogue_accuracy(_load(signature)[0])
+
+
+def catalogue_accuracy() -> pd.DataFrame:
+    """predictions.catalogue_accuracy of every record: the catalogue's entry for each GPU that measured, against it."""
+    records()
+    return _catalogue_accuracy(_signature(), _profiles_signature())
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def _predicted_rows(signature: tuple, calibrated: tuple, experiment: str, target: str) -> pd.DataFrame:
     records = _load(signature)[0]

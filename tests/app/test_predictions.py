@@ -124,6 +124,7 @@ def test_the_predictions_page_checks_the_model_and_answers_will_a_gpu_help(made,
     assert (crossing["size compared"] == "8 to 32").all() and {"T4", "H100 SXM"} <= set(crossing.columns)
     assert crossing["T4"].isin(["8", "32", "never"]).all()
     assert any("T4 (predicted, not measured)" in spec for spec in specs)
+    assert "The catalogue, against a GPU that measured" not in [s.value for s in at.subheader]  # no GPU measured here
 
 
 def test_the_predictions_page_says_how_far_a_machines_measurements_repeat(made, results_dir):
@@ -220,3 +221,14 @@ def test_a_gpu_machines_points_are_checked_apart_from_its_cpus_with_its_quick_pr
     checked = predictions.accuracy(results.load_records())
     assert points == [(checked["device"] == "cpu").sum(), (checked["device"] == "cuda:0").sum()] and min(points) > 0
     assert any("Its profile is a quick calibration" in c.value and "up to 256x256" in c.value for c in at.caption)
+
+
+def test_the_catalogue_entry_of_a_measured_gpu_is_checked_against_it_on_the_page(results_dir):
+    shutil.copytree(settings.APP_ROOT / "results" / H200_HOST, results_dir / H200_HOST)
+    at = render("pages/predictions.py")
+    assert not at.exception
+    assert "The catalogue, against a GPU that measured" in [s.value for s in at.subheader]
+    table = next(d.value for d in at.dataframe if "share_within_2x" in d.value.columns)
+    expected = predictions.catalogue_summary(predictions.catalogue_accuracy(results.load_records()))
+    assert table["hardware"].tolist() == expected["hardware"].tolist() and table["hardware"].str.startswith("H200").all()
+    assert table["points"].tolist() == expected["points"].tolist()

@@ -71,3 +71,27 @@ def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_resu
     out = capsys.readouterr().out
     assert out.count("Its profile is a quick calibration") == 2  # the H200 machine's CPU and its GPU, each checked
     assert "NVIDIA H200 cuda:0: checked against" in out
+
+
+def test_the_catalogue_predicts_a_measured_gpu_it_lists_driven_by_that_machines_cpu(shipped_results, capsys):
+    records = results.load_records(shipped_results)
+    checked = predictions.catalogue_accuracy(records)
+    assert set(checked["device_name"]) == {"NVIDIA H200"} and set(checked["device"]) == {"cuda:0"}
+    assert set(checked["hardware"]) == {"H200 driven by Intel(R) Xeon(R) Processor (intel-r-xeon-r-processor-6c664674)"}
+    own = predictions.accuracy(records)
+    both = checked.merge(own, on=["run_id", "device", "variant", "point"], suffixes=("", "_own"))
+    assert len(both) == len(checked) and (both["measured_s"] == both["measured_s_own"]).all()
+    assert (both["predicted_s"] != both["predicted_s_own"]).any()  # the catalogue's figures, not the calibrated ones
+    found = predictions.catalogue_summary(checked).iloc[0]
+    assert found["points"] == len(checked) and 0 <= found["share_within"] <= found["share_within_2x"] <= 1
+    assert main(["predict", "--accuracy"]) == 0
+    assert f"The catalogue's H200 driven by Intel(R) Xeon(R) Processor (intel-r-xeon-r-processor-6c664674), against " \
+           f"that machine's measured GPU: {len(checked)} points" in capsys.readouterr().out
+
+
+def test_a_gpu_the_catalogue_does_not_list_is_not_checked_against_it(shipped_results):
+    records = copy.deepcopy(results.load_records(shipped_results))
+    for record in records:
+        for gpu in record["fingerprint"]["gpus"]:
+            gpu["name"] = "NVIDIA Unlisted 9000"
+    assert predictions.catalogue_accuracy(records).empty

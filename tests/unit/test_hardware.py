@@ -5,7 +5,8 @@ import pytest
 
 from core import devices, hardware, profiles, published
 
-GPUS = ("k80", "t4", "v100", "rtx-3080-ti", "a100-40gb-pcie", "a100-80gb-sxm", "l4", "rtx-4090", "h100-pcie", "h100-sxm")
+GPUS = ("k80", "t4", "v100", "rtx-3080-ti", "a100-40gb-pcie", "a100-80gb-sxm", "l4", "rtx-4090", "h100-pcie", "h100-sxm",
+        "h200")
 CPUS = ("i9-12900kf", "macbook-2018", "typical-cpu")
 
 
