@@ -197,7 +197,7 @@ def _catalogue_target(record: dict, device: str) -> hardware.Target | None:
         target = hardware.resolve(results.device_name(record, device), host=record["machine_id"])
     except hardware.HardwareError:  # a GPU the catalogue does not list, or a machine with no calibrated CPU
         return None
-    return target if target.gpu.origin == "catalogue" else None
+    return target if target.gpu is not None and target.gpu.origin == "catalogue" else None  # a GPU of the catalogue
 
 
 def catalogue_summary(frame: pd.DataFrame) -> pd.DataFrame:
