@@ -193,11 +193,8 @@ def catalogue_accuracy(records: list[dict]) -> pd.DataFrame:
 def _catalogue_target(record: dict, device: str) -> hardware.Target | None:
     if devices.kind(device) != "cuda":
         return None
-    try:
-        target = hardware.resolve(results.device_name(record, device), host=record["machine_id"])
-    except hardware.HardwareError:  # a GPU the catalogue does not list, or a machine with no calibrated CPU
-        return None
-    return target if target.gpu is not None and target.gpu.origin == "catalogue" else None  # a GPU of the catalogue
+    target = _resolved(results.device_name(record, device), record["machine_id"])
+    return target if target and target.gpu is not None and target.gpu.origin == "catalogue" else None
 
 
 def catalogue_summary(frame: pd.DataFrame) -> pd.DataFrame:
@@ -275,9 +272,13 @@ def _latest(records: list[dict]) -> list[dict]:
 
 def _own_target(machine_id: str, device: str) -> hardware.Target | None:
     """A machine's own device as a target, or None when the machine has no calibrated profile for it."""
-    name = machine_id if device == "cpu" else f"{machine_id}:{device}"
+    return _resolved(machine_id if device == "cpu" else f"{machine_id}:{device}", machine_id)
+
+
+def _resolved(name: str, host: str) -> hardware.Target | None:
+    """hardware.resolve's target, or None where the name is not one it knows or the host has no calibrated CPU."""
     try:
-        return hardware.resolve(name, host=machine_id)
+        return hardware.resolve(name, host=host)
     except hardware.HardwareError:
         return None
 

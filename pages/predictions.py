@@ -43,14 +43,22 @@ def _checked(part: pd.DataFrame) -> None:
     median.metric("median predicted / measured", _ratio(found["median_ratio"]))
     within.metric(f"within {predictions.WITHIN:g}x", _share(found["share_within"]))
     worst.metric("worst ratio", _ratio(found["worst_ratio"]))
-    bounds = predictions.by_bound(part)
-    st.dataframe(bounds.assign(share_within=bounds["share_within"] * 100), hide_index=True, column_config={
-        "bound": st.column_config.TextColumn("What bounds the prediction"),
-        "points": st.column_config.NumberColumn("Points"),
+    _summary_table(predictions.by_bound(part), bound=st.column_config.TextColumn("What bounds the prediction"),
+                   points=st.column_config.NumberColumn("Points"))
+
+
+def _share_column(label: str) -> st.column_config.Column:
+    return st.column_config.ProgressColumn(label, format="%.0f%%", min_value=0.0, max_value=100.0)
+
+
+def _summary_table(frame: pd.DataFrame, **columns) -> None:
+    """predictions.summary()'s figures, a row per group: the ratios, and each share_within* column as a bar in
+    percent; `columns` configures the group's own columns."""
+    shares = {column: frame[column] * 100 for column in frame.columns if column.startswith("share_within")}
+    st.dataframe(frame.assign(**shares), hide_index=True, column_config={
         "median_ratio": st.column_config.NumberColumn("Median predicted / measured", format="%.3g"),
         "worst_ratio": st.column_config.NumberColumn("Worst ratio", format="%.3g"),
-        "share_within": st.column_config.ProgressColumn(f"Within {predictions.WITHIN:g}x", format="%.0f%%",
-                                                         min_value=0.0, max_value=100.0)})
+        "share_within": _share_column(f"Within {predictions.WITHIN:g}x")} | columns)
 
 
 # -- (a) accuracy where a machine measured ------------------------------------------------------------------
@@ -115,15 +123,9 @@ if not catalogue.empty:
     st.markdown("A GPU you do not have is predicted from the catalogue's published and assumed figures. Where a "
                 "machine in the results has a GPU the catalogue lists, that entry predicts the GPU's measured points, "
                 "driven by the machine's own calibrated CPU: how far the catalogue's figures carry for that GPU.")
-    found = predictions.catalogue_summary(catalogue)
-    shares = {column: st.column_config.ProgressColumn(label, format="%.0f%%", min_value=0.0, max_value=100.0)
-              for column, label in (("share_within", f"Within {predictions.WITHIN:g}x"), ("share_within_2x", "Within 2x"))}
-    st.dataframe(found.assign(share_within=found["share_within"] * 100, share_within_2x=found["share_within_2x"] * 100),
-                 hide_index=True, column_config={
-                     "hardware": st.column_config.TextColumn("Catalogue entry (predicted)", width="medium"),
-                     "points": st.column_config.NumberColumn("Measured points"),
-                     "median_ratio": st.column_config.NumberColumn("Median predicted / measured", format="%.3g"),
-                     "worst_ratio": st.column_config.NumberColumn("Worst ratio", format="%.3g"), **shares})
+    _summary_table(predictions.catalogue_summary(catalogue),
+                   hardware=st.column_config.TextColumn("Catalogue entry (predicted)", width="medium"),
+                   points=st.column_config.NumberColumn("Measured points"), share_within_2x=_share_column("Within 2x"))
     with st.expander("Every point the catalogue predicted"):
         st.dataframe(catalogue, hide_index=True, column_order=["experiment", "machine", "device_name", "variant", "point",
                                                                "measured_s", "predicted_s", "ratio", "within"],
