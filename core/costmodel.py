@@ -23,9 +23,11 @@ The rules on a GPU target, per operation call:
   timed a grid of GEMM shapes costs the grid's time at its M x K x N (linear_seconds for addmm, nn.Linear's
   operation, gemm_seconds for the others; a batch of GEMMs what one GEMM of all their rows does), interpolated
   log-linearly between the shapes, the smallest shape's time below them and grown in proportion to each
-  dimension beyond them; on one that did not, its FLOPs' time and at least its left operand's elements at
-  narrow_gemm_seconds for the widest output the host measured no wider than its own (a GEMM whose output has a
-  few columns runs far below the FLOP rate). oneDNN's fused LSTM layer on a CPU (mkldnn_rnn_layer) costs its
+  dimension beyond them, but one deeper and wider than every shape (K and N both beyond) at most its FLOPs at
+  matmul_flops (square products' rate: the grid's corner is narrower, and a coarse grid's far slower); on one
+  that did not, its FLOPs' time and at least its left operand's elements at narrow_gemm_seconds for the widest
+  output the host measured no wider than its own (a GEMM whose output has a few columns runs far below the
+  FLOP rate). oneDNN's fused LSTM layer on a CPU (mkldnn_rnn_layer) costs its
   GEMMs as those GEMMs would: the input's over every step at once and the hidden state's once per step (its
   backward: the hidden state's gradient per step, the input's and both weights' over every step), and its gates'
   element-wise work, LSTM_GATE_ELEMENTS per step, row and hidden unit, each step at elementwise_rate for that
@@ -382,7 +384,22 @@ def _gemm_grid_seconds(op: dict, host) -> float:
     if not all(shape):
         return 0.0
     field = GEMM_GRID[op["op"]]
-    return gemm_grid(field, tuple(sorted(host.value(field).items())))(shape)
+    figure = tuple(sorted(host.value(field).items()))
+    seconds = gemm_grid(field, figure)(shape)
+    deepest, widest = _grid_top(figure)
+    if shape[1] <= deepest or shape[2] <= widest:
+        return seconds
+    # Deeper and wider than any shape timed: the corner grown in proportion keeps a narrower product's speed (a
+    # quick grid's corner is 16 columns wide), where this one runs about as fast as a square product of its FLOPs
+    flops = 2 * math.prod(shape)
+    return min(seconds, flops / host.value("matmul_flops", flops=flops))
+
+
+@lru_cache(maxsize=16)
+def _grid_top(figure: tuple[tuple[str, float], ...]) -> tuple[int, int]:
+    """The largest K and N a grid figure's shapes ('MxKxN') hold."""
+    sizes = [tuple(int(size) for size in shape.split("x")) for shape, _ in figure]
+    return max(k for _, k, _ in sizes), max(n for _, _, n in sizes)
 
 
 @lru_cache(maxsize=16)

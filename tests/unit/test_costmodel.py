@@ -394,12 +394,23 @@ def test_a_gemm_on_a_host_that_timed_a_grid_of_shapes_costs_the_grids_time_at_it
 
 
 def test_a_gemm_beyond_the_grid_grows_in_proportion_and_below_it_costs_the_smallest_shapes_time():
-    beyond = gemm("aten.mm", [[4000, 256], [256, 64]], 131_072_000)  # (1000, 64, 32) = 25,600 us, x 4 (M) x 4 (K) x 2 (N)
+    beyond = gemm("aten.mm", [[4000, 256], [256, 32]], 65_536_000)  # (1000, 64, 32) = 25,600 us, x 4 (M) x 4 (K)
+    wider = gemm("aten.mm", [[2000, 4], [4, 64]], 1_024_000)         # (1000, 4, 32) = 1,600 us, x 2 (M) x 2 (N)
     below = gemm("aten.mm", [[1, 1], [1, 1]], 2)                     # (10, 4, 2): 1 us
     empty = gemm("aten.mm", [[0, 4], [4, 2]], 0)                     # no rows: nothing to do
-    found = predict(census([beyond, below, empty], [stretch([(0, 1), (1, 1), (2, 1)])], device="cpu"),
+    found = predict(census([beyond, wider, below, empty], [stretch([(i, 1) for i in range(4)])], device="cpu"),
                     cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID))
-    assert found.parts["compute"] == pytest.approx((25_600 * 32 + 1) * US)
+    assert found.parts["compute"] == pytest.approx((25_600 * 16 + 1_600 * 4 + 1) * US)
+
+
+@pytest.mark.parametrize("matmul_flops, expected_us", [
+    (1e11, 163.84),    # its 16,384,000 FLOPs at 1e11 per second: far below the corner's 102,400 us
+    (1e8, 102_400)])   # at 1e8 per second 163,840 us: the corner (1000, 64, 32) x 2 (K) x 2 (N) is less
+def test_a_gemm_deeper_and_wider_than_the_grid_costs_at_most_its_flops_at_the_matmul_rate(matmul_flops, expected_us):
+    square = gemm("aten.mm", [[1000, 128], [128, 64]], 16_384_000)
+    found = predict(census([square], [stretch([(0, 1)])], device="cpu"),
+                    cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID, matmul_flops=matmul_flops))
+    assert found.parts["compute"] == pytest.approx(expected_us * US)
 
 
 def test_a_gemm_grid_missing_a_shape_is_refused_by_name():
