@@ -69,7 +69,7 @@ class Effort:
     passes: int
     repeats: int
     block_seconds: float
-    matmul_sizes: tuple[int, ...]
+    matmul_sizes: dict[str, tuple[int, ...]]  # by device kind: a GPU reaches its rate at far larger products
     conv1d_lengths: tuple[int, ...]
     conv2d_sides: tuple[int, ...]
     loader_samples: tuple[int, int]
@@ -82,13 +82,16 @@ class Effort:
     attention_grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
 
-FULL = Effort(passes=5, repeats=7, block_seconds=0.03, matmul_sizes=(16, 32, 64, 256, 1024), conv1d_lengths=(16, 256, 2048),
+FULL = Effort(passes=5, repeats=7, block_seconds=0.03,
+              matmul_sizes={"cpu": (16, 32, 64, 256, 1024), "cuda": (16, 32, 64, 256, 1024, 4096)},
+              conv1d_lengths=(16, 256, 2048),
               conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), loader_batches=(1, 16, 64, 256, 1024, 4096),
               loader_rows=65536, large_bytes={"cpu": 2**26, "cuda": 2**28},
               graph_nodes=200, queued_kernels=500,
               gemm_grid=((16, 32, 64, 128, 1024, 8192, 65536), (2, 4, 16, 32, 64, 256), (1, 2, 3, 4, 8, 10, 16, 32, 64, 256)),
               attention_grid=((32, 64, 256), (32, 128, 512), (8, 32, 128)))
-QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes=(16, 64, 256), conv1d_lengths=(256,), conv2d_sides=(16,),
+QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes={"cpu": (16, 64, 256), "cuda": (16, 64, 256, 1024)},
+               conv1d_lengths=(256,), conv2d_sides=(16,),
                loader_samples=(64, 1024), loader_batches=(1, 64, 1024), loader_rows=4096, large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
                queued_kernels=50, gemm_grid=((16, 1024), (4, 64), (2, 16)),
                attention_grid=((32, 64), (32, 128), (8, 32)))
@@ -301,7 +304,7 @@ def _loader_passes(batch_size: int, samples: int, device: str, repeats: int) -> 
 
 def matmul_rate(device: str, effort: Effort) -> dict:
     rates = {}
-    for n in effort.matmul_sizes:
+    for n in effort.matmul_sizes[devices.kind(device)]:
         a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
         rates[str(n)] = _flop_rate(lambda: torch.mm(a, b), device, effort)
     return {"matmul_flops": rates}

@@ -302,7 +302,7 @@ def _print_accuracy(as_json: bool) -> int:
         print(f"  by what bounds the prediction: {predictions.bound_text(part)}")
         if unmeasured := predictions.unmeasured_text(machine_id, device):
             print(f"  {unmeasured}")
-        if quick := predictions.quick_profile_text(machine_id):
+        if quick := predictions.quick_profile_text(machine_id, device):
             print(f"  {quick}")
         repeated = predictions.repeatability_text(repeats[(repeats["machine_id"] == machine_id)
                                                           & (repeats["device"] == device)])

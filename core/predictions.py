@@ -295,17 +295,21 @@ def unmeasured_text(machine_id: str, device: str) -> str:
             f"calibrating it again would check the model as it is.")
 
 
-def quick_profile_text(machine_id: str) -> str:
-    """'' or a sentence saying that a machine's profile is a quick calibration, and what that does to its check: the
-    model prices a matrix product larger than any the calibration timed at the largest one's rate."""
+def quick_profile_text(machine_id: str, device: str) -> str:
+    """'' or a sentence saying that a machine's profile is a quick calibration, and what that does to the check of
+    one of its devices: the model prices a matrix product larger than any the calibration timed there at the largest
+    one's rate."""
     profile = profiles.load(machine_id)
     if not profile or not profile.get("quick"):
         return ""
-    quick, full = max(map(int, profile["cpu"]["matmul_flops"])), calibrate.FULL.matmul_sizes[-1]
-    return (f"Its profile is a quick calibration (calibrate --quick: one pass, fewer sizes). It timed matrix products "
-            f"up to {quick}x{quick}, and the model prices a larger one at that size's rate, so its larger compute-bound "
-            f"points check the quick profile more than the model; a full calibration on that machine (python -m core "
-            f"calibrate) times them up to {full}x{full}.")
+    figures = profile["cpu"] if device == "cpu" else profile["gpus"].get(device, {})
+    if "matmul_flops" not in figures:
+        return ""
+    quick, full = max(map(int, figures["matmul_flops"])), calibrate.FULL.matmul_sizes[devices.kind(device)][-1]
+    return (f"Its profile is a quick calibration (calibrate --quick: one pass, fewer sizes). On {device} it timed "
+            f"matrix products up to {quick}x{quick}, and the model prices a larger one at that size's rate, so its "
+            f"larger compute-bound points check the quick profile more than the model; a full calibration on that "
+            f"machine (python -m core calibrate) times them up to {full}x{full}.")
 
 
 def bound(host_share: float) -> str:

@@ -80,11 +80,11 @@ for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *
         st.caption("No measured point with a census the model can read yet (runs of this version record one): "
                    "run an experiment on it (`python -m core run NAME --preset quick`).")
         continue
-    if quick := predictions.quick_profile_text(machine_id):
-        st.caption(quick)
     for device in sorted(part["device"].unique(), key=lambda d: (d != "cpu", d)):
         on_device = part[part["device"] == device]
         st.markdown(f"{device}: {on_device['device_name'].iloc[0]}")
+        if quick := predictions.quick_profile_text(machine_id, device):
+            st.caption(quick)
         _checked(on_device)
         if unmeasured := predictions.unmeasured_text(machine_id, device):
             st.caption(unmeasured)

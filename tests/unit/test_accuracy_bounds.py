@@ -63,10 +63,14 @@ def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(ship
 
 
 def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_results, capsys):
-    quick = predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674")  # the H200 machine: calibrate --quick
-    assert quick.startswith("Its profile is a quick calibration") and "up to 256x256" in quick and "1024x1024" in quick
-    assert predictions.quick_profile_text("amd-epyc-34e468d3") == ""  # a full calibration
-    assert predictions.quick_profile_text("no-such-machine") == ""
+    quick = predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cuda:0")  # the H200 machine: --quick
+    assert quick.startswith("Its profile is a quick calibration") and "On cuda:0 it timed matrix products up to 256x256" \
+        in quick and "up to 4096x4096" in quick  # a full calibration times a GPU's larger products than a CPU's
+    assert "up to 256x256" in predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cpu")
+    assert "up to 1024x1024" in predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cpu")
+    assert predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cuda:1") == ""  # no such GPU there
+    assert predictions.quick_profile_text("amd-epyc-34e468d3", "cpu") == ""  # a full calibration
+    assert predictions.quick_profile_text("no-such-machine", "cpu") == ""
     assert main(["predict", "--accuracy"]) == 0
     out = capsys.readouterr().out
     assert out.count("Its profile is a quick calibration") == 2  # the H200 machine's CPU and its GPU, each checked

@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+import torch
 
 from core import calibrate, devices, module_probes, op_probes, profiles, runlock, settings
 from core.cli import main
@@ -22,7 +23,7 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
         values = cpu[field.name].values() if field.sized else [cpu[field.name]]
         for value in values:
             assert field.low <= value <= field.high, (field.name, value, field.unit)
-    assert set(cpu["matmul_flops"]) == {str(n) for n in calibrate.QUICK.matmul_sizes}
+    assert set(cpu["matmul_flops"]) == {str(n) for n in calibrate.QUICK.matmul_sizes["cpu"]}
     assert set(cpu["conv2d_flops"]) == {"1x16x2x2", *(f"8x16x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
     assert cpu["conv1d_flops"]["1x16x4"] < cpu["conv1d_flops"]["8x16x256"]  # one tiny call: its fixed part shows
     assert set(cpu["conv_one_channel_flops"]) == {"1x1x4", "8x1x256", "1x1x2x2",
@@ -214,7 +215,17 @@ def test_a_quick_calibration_measures_every_gpu_field_on_every_gpu():
     assert set(profile["gpus"]) == set(gpus)
     for gpu in gpus:
         assert set(profile["gpus"][gpu]) == {f.name for f in profiles.fields_for("cuda")}
+        assert set(profile["gpus"][gpu]["matmul_flops"]) == {str(n) for n in calibrate.QUICK.matmul_sizes["cuda"]}
     profiles.validate(profile)
+
+
+def test_a_gpu_times_larger_matrix_products_than_a_cpu(monkeypatch):
+    monkeypatch.setattr(calibrate.torch, "randn", lambda *size, device: torch.empty(0))  # no GPU needed to plan them
+    monkeypatch.setattr(calibrate, "_flop_rate", lambda fn, device, effort: 1.0)
+    for effort in (calibrate.QUICK, calibrate.FULL):
+        on_gpu = [int(n) for n in calibrate.matmul_rate("cuda:1", effort)["matmul_flops"]]
+        on_cpu = [int(n) for n in calibrate.matmul_rate("cpu", effort)["matmul_flops"]]
+        assert max(on_gpu) > max(on_cpu) and on_cpu == on_gpu[:len(on_cpu)]
 
 
 def test_a_pass_times_the_bare_operation_once_and_the_next_pass_again(monkeypatch):
