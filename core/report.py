@@ -14,7 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
-import vl_convert
 from markdown_it import MarkdownIt
 
 from core import analysis, experiments, machines, overview, profiles, published, results, runs, versions, writeups
@@ -88,6 +87,7 @@ def _document(body: str, charts: list[dict]) -> str:
 @lru_cache(maxsize=1)
 def _javascript() -> str:
     """vega, vega-lite and vega-embed, bundled with their dependencies (about 0.9 MB), as globals."""
+    import vl_convert  # only the report needs it: the CLI's other commands run where it is not installed
     return vl_convert.javascript_bundle()
 
 

@@ -1,16 +1,23 @@
-"""Shared helpers for the tests: rendering app scripts, hand-made rows frames, smoke runs."""
+"""Shared helpers for the tests: rendering app scripts, hand-made rows frames, smoke runs. Streamlit is imported
+only to render: the GPU checks import these helpers on a machine that runs the core alone."""
+from __future__ import annotations
+
 import json
 import time
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from streamlit.testing.v1 import AppTest
 
 from core import experiments, results, runner, settings
 from core.results import RecordWriter
 
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
+
 
 def render(path: str) -> AppTest:
     """Run one script of the app (a page, or the router) once, as AppTest sees it."""
+    from streamlit.testing.v1 import AppTest
     return AppTest.from_file(str(settings.APP_ROOT / path), default_timeout=60).run()
 
 

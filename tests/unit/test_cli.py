@@ -174,3 +174,16 @@ def test_cancel_stops_the_run_going_on(capsys, results_dir):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_the_cli_and_the_test_helpers_run_without_the_report_s_and_the_app_s_libraries(results_dir):
+    # What a bare GPU machine holds: torch and the core's libraries, not vl_convert (the HTML report's, 33 MB) nor
+    # streamlit. A None in sys.modules makes importing it fail, as if it were not installed.
+    code = ("import sys; sys.modules['vl_convert'] = sys.modules['streamlit'] = None\n"
+            "import tests.helpers\n"
+            "from core.cli import main\n"
+            "sys.exit(main(['info']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=settings.APP_ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "torch" in done.stdout
