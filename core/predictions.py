@@ -42,12 +42,17 @@ def plan(experiment: Experiment, config: dict, target: hardware.Target) -> list[
 
 
 def predict_points(experiment: Experiment, config: dict, target: hardware.Target,
-                   progress: Callable[[Point], None] = None) -> list[Predicted]:
-    """Take each point's census (on the stand-in for a GPU, on the CPU for a CPU) and predict it."""
+                   progress: Callable[[Point], None] = None, taken: dict | None = None) -> list[Predicted]:
+    """Take each point's census (on the stand-in for a GPU, on the CPU for a CPU) and predict it. `taken` keeps
+    the censuses by point across calls: a census counts the point's work, whatever hardware it is priced on, so
+    every other GPU (or CPU) predicted in the same command reuses it."""
+    taken = {} if taken is None else taken
     found = []
     for point in plan(experiment, config, target):
-        entry = standin.entry(experiment, point, config)
-        found.append(_predicted(point, entry, target))
+        key = (point.device, point.variant, results.point_key(point.params))
+        if key not in taken:
+            taken[key] = standin.entry(experiment, point, config)
+        found.append(_predicted(point, taken[key], target))
         if progress:
             progress(point)
     return found

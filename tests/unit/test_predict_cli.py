@@ -5,7 +5,7 @@ import warnings
 import pytest
 import torch
 
-from core import devices, ownmodel, profiles, settings, standin_cpu_rnn
+from core import devices, ownmodel, profiles, settings, standin, standin_cpu_rnn
 from core.cli import main
 
 MODEL_FILE = '''
@@ -83,6 +83,22 @@ def test_an_experiment_on_a_gpu_gives_a_json_array_per_point(capsys, calibrated)
         assert {"device", "variant", "params", "predicted_s"} <= set(entry)
         assert entry["params"] == {"size": 8} and entry["predicted_s"] > 0
         assert sum(entry["parts"].values()) == pytest.approx(entry["predicted_s"])
+
+
+def test_each_point_s_census_is_taken_once_for_every_gpu_and_once_for_every_cpu(capsys, calibrated, monkeypatch):
+    taken = []
+    entry = standin.entry
+    monkeypatch.setattr(standin, "entry", lambda exp, point, config: taken.append(
+        (point.device, point.variant, json.dumps(point.params))) or entry(exp, point, config))
+    assert main(["predict", "matmul", "--on", "t4", "--on", "this", "--on", "a100-40gb-pcie", "--on", "typical-cpu",
+                 "--preset", "smoke", "--set", "sizes=8", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    on_gpus = [entry for entry in found if entry["device"] in ("t4", "a100-40gb-pcie")]
+    on_cpus = [entry for entry in found if entry not in on_gpus]
+    assert len(taken) == len(set(taken)) == len(on_gpus) / 2 + len(on_cpus) / 2  # one census a point, 2 targets each
+    t4 = {entry["variant"]: entry["predicted_s"] for entry in on_gpus if entry["device"] == "t4"}
+    a100 = {entry["variant"]: entry["predicted_s"] for entry in on_gpus if entry["device"] == "a100-40gb-pcie"}
+    assert t4.keys() == a100.keys() and t4 != a100  # the same censuses, priced on each GPU
 
 
 def test_an_experiment_on_this_machine_prints_each_point(capsys, calibrated):
