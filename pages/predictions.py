@@ -140,7 +140,8 @@ st.markdown(f"Every timing figure and GPU speedup the write-ups publish, predict
             f"names (its GPU driven by its CPU; an assumption where it does not say) beside the published figure: "
             f"ratio = predicted / published, close when within {writeups.WITHIN:g}x. A speedup (unit x) is the CPU's "
             f"predicted time over the GPU's, for one configuration. Where the write-up's own method (its clock, its "
-            f"loop) explains a gap, the method column says how.")
+            f"loop) explains a gap, the method column says how, and where what it adds to the published time cannot "
+            f"explain a prediction above it, it says that too.")
 with warnings.catch_warnings(record=True) as caught:  # a broken or foreign file: named with why, as for a record
     warnings.simplefilter("always", writeups.UnreadableTable)
     validation = writeups.latest()  # this machine's, else the latest another machine saved: the same hardware predicted

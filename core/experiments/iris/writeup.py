@@ -15,6 +15,7 @@ def epochs_censused(log_every: int) -> int:
 
 
 def replica(figure: str, log_every: int, method: str = "") -> Replica:
+    """A figure at one read interval; `method` (printing, which adds time) where the write-up printed."""
     epochs = epochs_censused(log_every)
     reads = "every epoch" if log_every == 1 else f"every {log_every:,} epochs"
     return Replica(figure, AS_WRITTEN, {"log_every": log_every},
@@ -23,7 +24,7 @@ def replica(figure: str, log_every: int, method: str = "") -> Replica:
                         f"read {reads}): the epochs repeat, so {PAPER_EPOCHS:,} take {PAPER_EPOCHS / epochs:g} "
                         f"times as long (the run's one reset of the weights, a few operations, counted as often)"),
                    overrides={"epochs": epochs, "log_every": (log_every,), "repeats": 1, "variants": (AS_WRITTEN,)},
-                   method=method)
+                   method=method, method_adds=bool(method))
 
 
 REPLICAS = (

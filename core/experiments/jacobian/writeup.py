@@ -27,7 +27,7 @@ def wall(figure: str, val: int, method: str) -> Replica:
                         f"model {model.formula} and evaluated at val {val:,} (on a CPU, whose small operations run at lower "
                         f"rates, an extrapolation errs high)"),
                    overrides={"vals": CENSUSED_VALS, "variants": (AS_WRITTEN,)} | CENSUS,
-                   method=method,
+                   method=method, method_adds=True,
                    fit=Fit("val", CENSUSED_VALS, model.terms, fit_time_model, model.formula))
 
 

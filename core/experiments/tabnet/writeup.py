@@ -17,7 +17,7 @@ def replica(figure: str, batch: int) -> Replica:
     return Replica(figure, AS_WRITTEN, {"batch_size": batch}, scale=epochs.scale, how=epochs.how,
                    overrides={"batch_sizes": (batch,), "rows": epochs.rows, "epochs": CENSUS_EPOCHS,
                               "variants": (AS_WRITTEN,)},
-                   method=METHOD)
+                   method=METHOD, method_adds=True)
 
 
 REPLICAS = tuple(replica(f"tabnet-10-epochs.{device}.batch_size{b}", b)
