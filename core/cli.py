@@ -12,7 +12,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from core import (breakdown, bundles, calibrate, census, costmodel, devices, experiments, hardware, jobs, ownmodel,
-                  predictions, profiles, report, results, runlock, runner, settings, versions, writeups)
+                  predictions, profiles, report, results, runlock, runner, settings, standin, versions, writeups)
 from core.experiments.base import PRESETS
 from core.params import ConfigError, clip, shown
 from core.timing import call_text
@@ -273,13 +273,13 @@ def cmd_predict(args) -> int:
     targets = [hardware.resolve(clip(name), host=clip(args.host)) for name in args.on or ("this",)]
     if not args.on:
         targets.append(hardware.writeup_target(exp.source)[0])
-    found, taken = [], {}
+    found, censuses = [], standin.Censuses(standin.entry)
     for target in targets:
         points = predictions.plan(exp, config, target)
         with tqdm(total=len(points), desc=f"census for {target.title}", unit="point", disable=None,
                   file=sys.stderr) as bar:
             predicted = predictions.predict_points(exp, config, target, progress=lambda point: bar.update(),
-                                                   taken=taken)
+                                                   censuses=censuses)
         found.append((target, predicted))
     if args.json:
         print(json.dumps([p.to_dict(target) for target, predicted in found for p in predicted], indent=1))

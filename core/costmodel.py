@@ -386,8 +386,8 @@ def _gemm_grid_seconds(op: dict, host) -> float:
     field = GEMM_GRID[op["op"]]
     figure = tuple(sorted(host.value(field).items()))
     seconds = gemm_grid(field, figure)(shape)
-    deepest, widest = _grid_top(figure)
-    if shape[1] <= deepest or shape[2] <= widest:
+    _, depths, widths = _grid_axes(figure)
+    if shape[1] <= depths[-1] or shape[2] <= widths[-1]:
         return seconds
     # Deeper and wider than any shape timed: the corner grown in proportion keeps a narrower product's speed (a
     # quick grid's corner is 16 columns wide), where this one runs about as fast as a square product of its FLOPs
@@ -396,10 +396,9 @@ def _gemm_grid_seconds(op: dict, host) -> float:
 
 
 @lru_cache(maxsize=16)
-def _grid_top(figure: tuple[tuple[str, float], ...]) -> tuple[int, int]:
-    """The largest K and N a grid figure's shapes ('MxKxN') hold."""
-    sizes = [tuple(int(size) for size in shape.split("x")) for shape, _ in figure]
-    return max(k for _, k, _ in sizes), max(n for _, _, n in sizes)
+def _grid_axes(figure: tuple[tuple[str, float], ...]) -> list[list[int]]:
+    """The sizes a grid figure's shapes ('MxKxN') take in each of their three dimensions, in order."""
+    return [sorted({int(shape.split("x")[i]) for shape, _ in figure}) for i in range(3)]
 
 
 @lru_cache(maxsize=16)
@@ -412,7 +411,7 @@ def gemm_grid(field: str, figure: tuple[tuple[str, float], ...]):
     if problem:
         raise PredictionError(f"host figure {field}: {problem}")
     times = {tuple(int(size) for size in shape.split("x")): seconds for shape, seconds in figure}
-    axes = [sorted({shape[i] for shape in times}) for i in range(3)]
+    axes = _grid_axes(figure)
     cube = np.array([[[times[m, k, n] for n in axes[2]] for k in axes[1]] for m in axes[0]])
     curve = RegularGridInterpolator([np.log(axis) for axis in axes], np.log(np.maximum(cube, TINY_SECONDS)))
 

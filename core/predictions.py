@@ -42,17 +42,15 @@ def plan(experiment: Experiment, config: dict, target: hardware.Target) -> list[
 
 
 def predict_points(experiment: Experiment, config: dict, target: hardware.Target,
-                   progress: Callable[[Point], None] = None, taken: dict | None = None) -> list[Predicted]:
-    """Take each point's census (on the stand-in for a GPU, on the CPU for a CPU) and predict it. `taken` keeps
-    the censuses by point across calls: a census counts the point's work, whatever hardware it is priced on, so
-    every other GPU (or CPU) predicted in the same command reuses it."""
-    taken = {} if taken is None else taken
+                   progress: Callable[[Point], None] = None,
+                   censuses: standin.Censuses = None) -> list[Predicted]:
+    """Take each point's census (on the stand-in for a GPU, on the CPU for a CPU) and predict it. `censuses`
+    (of standin.entry) keeps them across calls: a census counts the point's work, whatever hardware it is priced
+    on, so every other GPU (or CPU) predicted in the same command reuses it."""
+    censuses = censuses or standin.Censuses(standin.entry)
     found = []
     for point in plan(experiment, config, target):
-        key = (point.device, point.variant, results.point_key(point.params))
-        if key not in taken:
-            taken[key] = standin.entry(experiment, point, config)
-        found.append(_predicted(point, taken[key], target))
+        found.append(_predicted(point, censuses.get(experiment, point, config), target))
         if progress:
             progress(point)
     return found
@@ -307,7 +305,7 @@ def quick_profile_text(machine_id: str, device: str) -> str:
     profile = profiles.load(machine_id)
     if not profile or not profile.get("quick"):
         return ""
-    figures = profile["cpu"] if device == "cpu" else profile["gpus"].get(device, {})
+    figures = profiles.sections(profile).get(device, {})
     if "matmul_flops" not in figures:
         return ""
     quick, full = max(map(int, figures["matmul_flops"])), calibrate.FULL.matmul_sizes[devices.kind(device)][-1]

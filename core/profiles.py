@@ -401,11 +401,15 @@ EARLIER_MEANINGS = {"op_overhead_autograd": (
     "C++'s alike (a profile from before op_overhead_nested was measured)")}
 
 
+def sections(profile: dict) -> dict[str, dict]:
+    """Each calibrated device's figures: 'cpu' and every 'cuda:N'."""
+    return {"cpu": profile["cpu"], **profile["gpus"]}
+
+
 def rows(profile: dict) -> list[dict]:
     """The profile as table rows in display units, one per device, field and size, in FIELDS order."""
-    sections = {"cpu": profile["cpu"], **profile["gpus"]}
     table = []
-    for device, values in sections.items():
+    for device, values in sections(profile).items():
         for field in fields_for(devices.kind(device)):
             if field.name not in values:
                 continue

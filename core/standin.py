@@ -8,9 +8,10 @@ capturable optimisers and CUDA graphs (a replay is the eager step inside `graphs
 CUDA, torch's optimisers and gradient clipping take their CUDA paths and its recurrent layers cuDNN's
 (`playing_cuda`). Operations that need
 data read meta tensors as zeros (core.census), so losses and predictions come back as zeros."""
+import json
 import sys
 from contextlib import ExitStack, contextmanager, nullcontext
-from typing import Iterator
+from typing import Callable, Iterator
 from unittest import mock
 
 from torch.optim import optimizer as torch_optimizer
@@ -47,6 +48,29 @@ def entry(experiment: Experiment, point: Point, config: dict) -> dict:
     return {"variant": point.variant, "params": point.params, "unit": workload.unit if workload else None,
             "per_call": workload.per_call if workload else 1, "census": found}
 
+
+
+class Censuses:
+    """Censuses taken once per (experiment, point, configuration), however many uses share them: `census_of`'s
+    (`take` by default, `entry` for a record's entry), on `threads` intra-op threads (None: as they are);
+    `progress(point)` is told of each census taken."""
+
+    def __init__(self, census_of: Callable[[Experiment, Point, dict], dict] = None, progress: Callable = None,
+                 threads: int | None = None):
+        self.take = census_of or take
+        self.progress = progress
+        self.threads = threads
+        self.taken: dict[str, dict] = {}
+
+    def get(self, experiment: Experiment, point: Point, config: dict) -> dict:
+        key = json.dumps([experiment.name, point.device, point.variant, point.params, config], sort_keys=True,
+                         default=list)
+        if key not in self.taken:
+            with timing.intra_op_threads(self.threads):
+                self.taken[key] = self.take(experiment, point, config)
+            if self.progress:
+                self.progress(point)
+        return self.taken[key]
 
 def _census(experiment: Experiment, point: Point, config: dict) -> tuple[timing.Workload | None, dict]:
     workload = None

@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from core import costmodel, devices, experiments, hardware, published, results, settings, standin, timing, versions
+from core import costmodel, devices, experiments, hardware, published, results, settings, standin, versions
 from core.experiments.base import Experiment, Point
 
 SCHEMA_VERSION = 1
@@ -192,35 +192,12 @@ def census_device(entry: dict) -> str:
     return devices.STAND_IN if entry["device"] == "GPU" else "cpu"
 
 
-def _key(experiment: Experiment, point: Point, config: dict) -> str:
-    return json.dumps([experiment.name, point.device, point.variant, point.params, config], sort_keys=True,
-                      default=list)
-
-
 def _census_of(taken: dict) -> dict:
     """What standin.take returned, or ValueError with the reason when the point was skipped or failed."""
     why = taken.get("skipped") or taken.get("error")
     if why:
         raise ValueError(why)
     return taken
-
-
-class Censuses:
-    """Censuses taken once per (experiment, point, configuration), however many figures share them."""
-
-    def __init__(self, take: Callable[[Experiment, Point, dict], dict] = None, progress: Callable = None):
-        self.take = take or standin.take
-        self.progress = progress
-        self.taken: dict[str, dict] = {}
-
-    def get(self, experiment: Experiment, point: Point, config: dict) -> dict:
-        key = _key(experiment, point, config)
-        if key not in self.taken:
-            with timing.intra_op_threads(CENSUS_THREADS):
-                self.taken[key] = self.take(experiment, point, config)
-            if self.progress:
-                self.progress(point)
-        return self.taken[key]
 
 
 def predicted_quantity(replica: Replica, samples: list[float], at: dict) -> float:
@@ -245,7 +222,7 @@ def _row(entry: dict, replica: Declaration | None, target_title: str = "", assum
             "method": replica.method if isinstance(replica, (Replica, Speedup)) else "", "error": None}
 
 
-def _validated(entry: dict, replica: Declaration | None, censuses: Censuses) -> dict:
+def _validated(entry: dict, replica: Declaration | None, censuses: standin.Censuses) -> dict:
     if replica is None:
         return _row(entry, None) | {"error": f"{entry['experiment']}/writeup.py declares no replica"}
     if isinstance(replica, Unreplicated):
@@ -269,12 +246,13 @@ def _validated(entry: dict, replica: Declaration | None, censuses: Censuses) -> 
     return row | {"predicted": predicted, "ratio": ratio, "within_2x": 1 / WITHIN <= ratio <= WITHIN}
 
 
-def _sample(experiment: Experiment, point: Point, config: dict, target: hardware.Target, censuses: Censuses) -> float:
+def _sample(experiment: Experiment, point: Point, config: dict, target: hardware.Target,
+            censuses: standin.Censuses) -> float:
     return costmodel.predict(_census_of(censuses.get(experiment, point, config)), target).seconds
 
 
 def _speedup(speedup: Speedup, experiment: Experiment, config: dict, target: hardware.Target,
-             censuses: Censuses) -> float:
+             censuses: standin.Censuses) -> float:
     """The CPU side's predicted sample on the target's host over the GPU side's on the target."""
     cpu, gpu = speedup.points()
     return (_sample(experiment, cpu, config, hardware.Target(target.host), censuses)
@@ -291,7 +269,7 @@ def validate(progress: Callable = None, take: Callable[[Experiment, Point, dict]
     if unknown:
         raise ValueError(f"only: {', '.join(unknown)} is no published timing figure or speedup")
     started = time.perf_counter()
-    censuses = Censuses(take, progress)
+    censuses = standin.Censuses(take, progress, CENSUS_THREADS)
     frame = pd.DataFrame([_validated(entry, replica, censuses) for entry, replica in replicas()
                           if wanted is None or entry["id"] in wanted], columns=list(COLUMNS))
     frame.attrs["seconds"] = time.perf_counter() - started
