@@ -9,6 +9,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+import pandas as pd
 from tqdm import tqdm
 
 from core import (breakdown, bundles, calibrate, census, costmodel, devices, experiments, hardware, jobs, ownmodel,
@@ -339,8 +340,10 @@ def _print_catalogue(as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=1))
         return 0
-    for row in rows:
-        print("  ".join(f"{value}" for value in row.values()))
+    table = pd.DataFrame(rows).astype(str)
+    widths = {column: max(len(column), table[column].str.len().max()) for column in table}
+    print(table.to_string(index=False, justify="left",
+                          formatters={column: f"{{:<{width}}}".format for column, width in widths.items()}))
     return 0
 
 

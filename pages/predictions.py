@@ -246,7 +246,7 @@ if x:
     st.altair_chart(charts.measured_and_predicted(
         long, x, title=f"{with_standin[name].title}, {variant}: measured CPU and every GPU predicted", x_title=x,
         y_title=predicted.unit_text(long), tooltip=["variant", "CPU variant", "point"]), width="stretch")
-    st.caption("Solid lines, filled points: measured. Dashed lines, hollow points: predicted by the cost model for each "
+    st.caption("Solid lines, filled points: measured. Dotted lines, hollow points: predicted by the cost model for each "
                f"GPU driven by {host}'s CPU, not measured.")
 with st.expander("Every point, every GPU"):
     st.dataframe(predicted.comparison_table(compared).assign(GPU=compared["gpu"]), hide_index=True,

@@ -258,7 +258,7 @@ def section(experiment: experiments.Experiment, records: list[dict], found: Fore
             data, x, title=f"{experiment.title}: measured CPU and predicted GPU per {x}", x_title=x,
             y_title=unit_text(data), facet="variant" if data["variant"].nunique() > 1 else None,
             tooltip=["variant", "CPU variant", "point"]), width="stretch")
-    st.caption(f"One panel per variant a GPU would run. Dashed lines and hollow points are predicted on "
+    st.caption(f"One panel per variant a GPU would run. Dotted lines and hollow points are predicted on "
                f"{found.target.title} by the cost model from each point's stand-in census (the workload built on "
                f"the meta device), not measured; solid ones are {labels[0]} (run {record['run_id']}), the same "
                f"variant or, where the CPU runs none, the fastest CPU variant at that point. The model on "

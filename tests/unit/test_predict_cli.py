@@ -74,6 +74,14 @@ def test_list_prints_the_catalogue_with_sources_counted(capsys):
     assert {"t4", "k80"} <= names and {row["kind"] for row in rows} >= {"cpu", "gpu"}
 
 
+def test_the_catalogue_as_text_is_a_table_with_a_header(capsys):
+    assert main(["predict", "--on", "list"]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split()[:4] == ["name", "title", "kind", "origin"] and "assumptions" in header
+    t4 = next(line for line in lines if line.startswith("t4 "))
+    assert "catalogue" in t4 and "GFLOP/s" in t4
+
+
 def test_an_experiment_on_a_gpu_gives_a_json_array_per_point(capsys, calibrated):
     assert main(["predict", "matmul", "--on", "t4", "--preset", "smoke", "--set", "sizes=8", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
