@@ -137,7 +137,7 @@ def info_text(fp: dict, code: dict) -> str:
         gpus.append("mps: Apple GPU")
     lines = {
         "machine": fp["machine_id"],
-        "CPU": f"{fp['cpu_model']}: {fp.get('cpu_physical_cores', '?')} physical cores, {fp['cpu_logical_cores']} "
+        "CPU": f"{devices.cpu_text(fp)}: {fp.get('cpu_physical_cores', '?')} physical cores, {fp['cpu_logical_cores']} "
                f"logical (hardware threads); torch uses {fp.get('torch_threads', '?')} threads",
         "memory": f"{fp.get('memory_gib', '?')} GiB",
         "OS": fp.get("os", "?"),

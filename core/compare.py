@@ -115,7 +115,7 @@ def ratio_table(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 # -- what differs between the sides -------------------------------------------------------------------------------
 FIELDS = {
-    "CPU": lambda fp: fp["cpu_model"],
+    "CPU": devices.cpu_text,
     "physical / logical cores": lambda fp: f"{fp.get('cpu_physical_cores', '?')} / {fp['cpu_logical_cores']}",
     "torch threads": lambda fp: fp.get("torch_threads"),
     "memory (GiB)": lambda fp: fp.get("memory_gib"),

@@ -160,15 +160,31 @@ def peak_memory(device: str) -> int | None:
     return torch.cuda.max_memory_allocated(device) if kind(device) == "cuda" else None
 
 
-def _cpu_model() -> str:
+# /proc/cpuinfo's fields that tell one CPU design from another where a VM names only its family ("AMD EPYC"):
+# x86's vendor, family, model and stepping; an ARM core's implementer, part and variant
+SIGNATURE_FIELDS = ("vendor_id", "cpu family", "model", "stepping", "CPU implementer", "CPU part", "CPU variant")
+
+
+def _cpuinfo() -> str:
     try:
         with open("/proc/cpuinfo") as f:
-            match = re.search(r"^model name\s*:\s*(.+)$", f.read(), re.M)
-        if match:
-            return match.group(1).strip()
+            return f.read()
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return ""
+
+
+def _cpu_model(cpuinfo: str) -> str:
+    match = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+    return match.group(1).strip() if match else platform.processor() or platform.machine()
+
+
+def cpu_signature(cpuinfo: str) -> str | None:
+    """The first CPU's SIGNATURE_FIELDS in /proc/cpuinfo's text ("vendor_id AuthenticAMD, cpu family 26, model 2,
+    stepping 1"); None where it has none (not Linux)."""
+    first = cpuinfo.strip().split("\n\n")[0]
+    found = {key.strip(): value.strip() for key, value in re.findall(r"^([^:\n]+):[ \t]*(.*)$", first, re.M)}
+    parts = [f"{field} {found[field]}" for field in SIGNATURE_FIELDS if found.get(field)]
+    return ", ".join(parts) or None
 
 
 def _gpus() -> list[dict]:
@@ -191,8 +207,10 @@ def _gpus() -> list[dict]:
 @lru_cache(maxsize=1)
 def fingerprint() -> dict:
     """What the machine is and what software it runs; stable across runs on the same machine."""
+    cpuinfo = _cpuinfo()
     fp = {
-        "cpu_model": _cpu_model(),
+        "cpu_model": _cpu_model(cpuinfo),
+        "cpu_signature": cpu_signature(cpuinfo),
         "cpu_physical_cores": psutil.cpu_count(logical=False),
         "cpu_logical_cores": psutil.cpu_count(logical=True),
         "torch_threads": torch.get_num_threads(),
@@ -211,16 +229,28 @@ def fingerprint() -> dict:
 
 
 def machine_id(fp: dict) -> str:
-    """A readable, stable id: the CPU model's slug plus a hash of the hardware (not the software)."""
+    """A readable, stable id: the CPU model's slug plus a hash of the hardware (not the software). The CPU's
+    signature counts where the fingerprint has one: two VMs that both say "AMD EPYC" may run different designs
+    at different speeds (a fingerprint taken before it was recorded hashes as it did then)."""
     hardware = {k: fp[k] for k in ("cpu_model", "cpu_logical_cores", "memory_gib", "os")}
     hardware["os"] = platform.system()
     hardware["gpus"] = [g["name"] for g in fp["gpus"]]
+    if fp.get("cpu_signature"):
+        hardware["cpu_signature"] = fp["cpu_signature"]
     digest = hashlib.sha256(json.dumps(hardware, sort_keys=True).encode()).hexdigest()[:8]
     slug = re.sub(r"[^a-z0-9]+", "-", fp["cpu_model"].lower()).strip("-")[:28].strip("-")
     return f"{slug or 'machine'}-{digest}"
 
 
+def cpu_text(fp: dict) -> str:
+    """The CPU's model name, with its signature where the fingerprint has one."""
+    return f"{fp['cpu_model']} ({fp['cpu_signature']})" if fp.get("cpu_signature") else fp["cpu_model"]
+
+
 def label(fp: dict) -> str:
-    """One line naming the machine, for legends and tooltips."""
+    """One line naming the machine, for legends and tooltips; a CPU named without a model number (a VM's "AMD
+    EPYC") with its signature, less the vendor its name gives."""
     gpus = ", ".join(g["name"] for g in fp.get("gpus", [])) or "no GPU"
-    return f"{fp['cpu_model']} ({fp['cpu_logical_cores']} threads) / {gpus}"
+    signature = fp.get("cpu_signature")
+    design = "" if not signature or re.search(r"\d", fp["cpu_model"]) else re.sub(r"^vendor_id [^,]*, ", "", signature) + "; "
+    return f"{fp['cpu_model']} ({design}{fp['cpu_logical_cores']} threads) / {gpus}"

@@ -21,7 +21,7 @@ def gpus_text(fp: dict) -> str:
 def table(found: dict[str, dict]) -> pd.DataFrame:
     """One row per machine: id, CPU, cores, threads, memory, OS, GPUs and the software versions."""
     return pd.DataFrame([{
-        "machine id": machine_id, "CPU": fp["cpu_model"],
+        "machine id": machine_id, "CPU": devices.cpu_text(fp),
         "physical / logical cores": f"{fp.get('cpu_physical_cores', '?')} / {fp['cpu_logical_cores']}",
         "torch threads": fp.get("torch_threads"), "memory (GiB)": fp.get("memory_gib"), "OS": fp.get("os"),
         "GPUs": gpus_text(fp), "python": fp.get("python"), "torch": fp.get("torch"), "CUDA": fp.get("cuda"),

@@ -1,4 +1,6 @@
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +19,7 @@ def test_cpu_is_always_available_and_devices_are_checked():
 
 def test_fingerprint_describes_the_machine():
     fp = devices.fingerprint()
-    for field in ("cpu_model", "cpu_physical_cores", "cpu_logical_cores", "torch_threads", "memory_gib", "os",
+    for field in ("cpu_model", "cpu_signature", "cpu_physical_cores", "cpu_logical_cores", "torch_threads", "memory_gib", "os",
                   "python", "torch", "numpy", "cuda", "cudnn", "gpus", "machine_id"):
         assert field in fp
     assert fp["torch"] == torch.__version__
@@ -32,6 +34,51 @@ def test_machine_id_is_stable_and_follows_the_hardware_not_the_software():
     assert devices.machine_id(fp | {"torch": "0.0.1", "torch_threads": 99}) == fp["machine_id"]
     assert devices.machine_id(fp | {"cpu_model": "Another CPU"}) != fp["machine_id"]
     assert devices.machine_id(fp | {"gpus": [{"name": "H100"}]}) != fp["machine_id"]
+
+
+SHIPPED = Path(__file__).resolve().parents[2] / "results"
+X86_CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 26
+model\t\t: 2
+model name\t: AMD EPYC
+stepping\t: 1
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC
+stepping\t: 0
+"""
+ARM_CPUINFO = "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\n"
+
+
+def test_the_cpu_signature_is_the_first_cpu_s_design_from_cpuinfo():
+    assert devices.cpu_signature(X86_CPUINFO) == "vendor_id AuthenticAMD, cpu family 26, model 2, stepping 1"
+    assert devices.cpu_signature(ARM_CPUINFO) == "CPU implementer 0x41, CPU part 0xd0c, CPU variant 0x3"
+    assert devices.cpu_signature("") is None  # no /proc/cpuinfo: not Linux
+
+
+def test_two_vms_that_name_the_same_cpu_differ_by_its_signature():
+    fp = dict(devices.fingerprint())
+    zen5 = fp | {"cpu_model": "AMD EPYC", "cpu_signature": "vendor_id AuthenticAMD, cpu family 26, model 2, stepping 1"}
+    zen4 = zen5 | {"cpu_signature": "vendor_id AuthenticAMD, cpu family 25, model 17, stepping 0"}
+    assert devices.machine_id(zen5) != devices.machine_id(zen4)
+    assert devices.label(zen5) == f"AMD EPYC (cpu family 26, model 2, stepping 1; {fp['cpu_logical_cores']} threads) / " + (
+        ", ".join(g["name"] for g in fp["gpus"]) or "no GPU")
+    named = zen5 | {"cpu_model": "AMD EPYC 9B45 128-Core Processor"}  # a model number says it already
+    assert "family" not in devices.label(named) and "family 26" in devices.cpu_text(named)
+
+
+def test_a_fingerprint_taken_before_the_signature_keeps_its_machine_id():
+    before = [json.loads(path.read_text())["fingerprint"] for path in SHIPPED.glob("*/calibration/profile.json")]
+    before = [fp for fp in before if "cpu_signature" not in fp]
+    assert before, "the shipped results hold a profile taken before the signature"
+    for fp in before:
+        assert devices.machine_id(fp) == fp["machine_id"]
+        assert devices.label(fp) == f"{fp['cpu_model']} ({fp['cpu_logical_cores']} threads) / " + (
+            ", ".join(g["name"] for g in fp["gpus"]) or "no GPU")
 
 
 def test_device_kinds_and_out_of_memory_detection():
