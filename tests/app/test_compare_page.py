@@ -15,7 +15,8 @@ def test_two_machines_are_compared_with_their_differences_named(results_dir):
     assert not at.exception
     differences = at.dataframe[0].value.set_index("what")
     assert {"CPU", "GPUs", "torch", "code version"} <= set(differences.index)
-    assert "AMD Ryzen 7 7840U" in differences.loc["CPU"].tolist()
+    assert "AMD Ryzen 7 7840U (vendor_id AuthenticAMD, cpu family 25, model 116, stepping 1)" in differences.loc[
+        "CPU"].tolist()
     assert "2.5.1" in differences.loc["torch"].tolist()
     assert [s.value for s in at.subheader][1:] == [experiments.get("iris").title, experiments.get("matmul").title]
     assert len(at.get("vega_lite_chart")) == 2

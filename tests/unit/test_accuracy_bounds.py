@@ -31,7 +31,8 @@ def test_the_shipped_checks_carry_their_host_share_and_bound(shipped_results):
     assert not frame.empty and frame["host_share"].between(0, 1).all()
     assert (frame["bound"] == frame["host_share"].map(predictions.bound)).all()
     iris = frame[(frame["experiment"] == "iris") & (frame["variant"] == "as written")]
-    assert (iris["bound"] == "host-bound").all()  # a 4-10-3 MLP: its step is dispatch and Python
+    # a 4-10-3 MLP: its step is mostly dispatch and Python (host-bound on the older AMD VM, 77% host on the Zen 5 one)
+    assert (iris["bound"] != "compute-bound").all() and (iris["bound"] == "host-bound").any()
     matmul = frame[(frame["experiment"] == "matmul") & frame["point"].str.contains("size=2048")]
     assert (matmul["bound"] == "compute-bound").any()
 

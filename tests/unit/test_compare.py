@@ -19,6 +19,7 @@ def twin(record: dict, machine_id: str = "laptop-0a1b2c3d", slower: float = 2.0,
     other = copy.deepcopy(record)
     other.update(run_id=f"{record['run_id']}-twin", machine_id=machine_id, **changes)
     other["fingerprint"].update(machine_id=machine_id, cpu_model="AMD Ryzen 7 7840U", torch="2.5.1",
+                                cpu_signature="vendor_id AuthenticAMD, cpu family 25, model 116, stepping 1",
                                 gpus=[{"device": "cuda:0", "name": "NVIDIA RTX 4090", "memory_gib": 24,
                                        "compute_capability": "8.9", "cuda_driver": "550.54"}])
     other["code_version"] = {"commit": "abcdef0123456789", "dirty": False}
