@@ -2,6 +2,7 @@
 is a preset like any other, so it is one run of its own, never part of another's line); an older run, or a
 cancelled, failed or interrupted one, only when a reader picks it. Runs are named for people by preset,
 start (this computer's local time), machine, status and points."""
+import re
 from datetime import datetime
 
 import pandas as pd
@@ -49,9 +50,13 @@ def machine_text(machine) -> str:
     if not isinstance(machine, str):
         return "machine not recorded"
     cpu, _, gpus = machine.partition(" / ")
+    cpu, _, details = cpu.split(" @ ")[0].partition(" (")
     for noise in ("(R)", "(TM)", " Processor", " CPU"):
         cpu = cpu.replace(noise, "")
-    cpu = cpu.split(" @ ")[0].split(" (")[0].strip()
+    design = re.search(r"cpu family (\d+), model (\d+)|CPU part (\w+)", details)  # devices.label's, for a VM's CPU
+    if design:
+        cpu += f" family {design[1]} model {design[2]}" if design[1] else f" part {design[3]}"
+    cpu = cpu.strip()
     return cpu if gpus in ("", "no GPU") else f"{cpu} / {gpus}"
 
 

@@ -43,6 +43,14 @@ def test_runs_are_named_by_preset_start_machine_status_and_points():
     assert runs.started_text(None) == "start not recorded" and runs.machine_text(None) == "machine not recorded"
 
 
+def test_a_vm_s_cpu_named_without_a_model_number_keeps_its_design_in_the_short_name():
+    assert runs.machine_text("AMD EPYC (cpu family 26, model 2, stepping 1; 2 threads) / no GPU") == \
+        "AMD EPYC family 26 model 2"
+    assert runs.machine_text("Neoverse (CPU implementer 0x41, CPU part 0xd0c, CPU variant 0x3; 4 threads) / NVIDIA T4") \
+        == "Neoverse part 0xd0c / NVIDIA T4"
+    assert runs.machine_text("AMD EPYC (2 threads) / no GPU") == "AMD EPYC"  # a record from before the signature
+
+
 def test_the_caption_says_which_runs_are_shown_machine_by_machine():
     default = runs.shown_text(RUNS, runs.default_runs(RUNS))
     assert default.startswith("Showing the latest complete run of each preset on each machine, one series per run. "
