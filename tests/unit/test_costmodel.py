@@ -403,6 +403,17 @@ def test_a_gemm_beyond_the_grid_grows_in_proportion_and_below_it_costs_the_small
     assert found.parts["compute"] == pytest.approx((25_600 * 16 + 1_600 * 4 + 1) * US)
 
 
+def test_a_gemm_deeper_than_the_grid_adds_the_two_deepest_shapes_difference_per_unit_of_depth():
+    # each time 10 us fixed plus 1 us per unit of depth: K 4 -> 14 us, K 64 -> 74 us; 60 us over 60 units
+    fixed = {f"{m}x{k}x{n}": (10 + k) * US for m in (10, 1000) for k in (4, 64) for n in (2, 32)}
+    deep = gemm("aten.mm", [[10, 40_000], [40_000, 2]], 1_600_000)  # 74 us + (40,000 - 64) x 1 us = 40,010 us
+    deep_and_long = gemm("aten.mm", [[2000, 6_400], [6_400, 2]], 51_200_000)  # (74 + 6,336) us, x 2 (M beyond 1000)
+    found = predict(census([deep, deep_and_long], [stretch([(0, 1), (1, 1)])], device="cpu"),
+                    cpu(gemm_seconds=fixed, linear_seconds=fixed))
+    # in proportion from K 64 it would be 74 us x 625 = 46,250 us: the fixed 10 us counted 625 times
+    assert found.parts["compute"] == pytest.approx((40_010 + 2 * 6_410) * US)
+
+
 @pytest.mark.parametrize("matmul_flops, expected_us", [
     (1e11, 163.84),    # its 16,384,000 FLOPs at 1e11 per second: far below the corner's 102,400 us
     (1e8, 102_400)])   # at 1e8 per second 163,840 us: the corner (1000, 64, 32) x 2 (K) x 2 (N) is less
