@@ -24,11 +24,11 @@ The rules on a GPU target, per operation call:
   operation, gemm_seconds for the others; a batch of GEMMs what one GEMM of all their rows does), interpolated
   log-linearly between the shapes, the smallest shape's time below them, grown in proportion to its rows and
   columns beyond them and, deeper than them, by the two deepest shapes' difference per unit of depth (a deep
-  GEMM's fixed part is not repeated), but one deeper and wider than every shape (K and N both beyond) at most its FLOPs at
-  matmul_flops (square products' rate: the grid's corner is narrower, and a coarse grid's far slower); on one
-  that did not, its FLOPs' time and at least its left operand's elements at narrow_gemm_seconds for the widest
-  output the host measured no wider than its own (a GEMM whose output has a few columns runs far below the
-  FLOP rate). oneDNN's fused LSTM layer on a CPU (mkldnn_rnn_layer) costs its
+  GEMM's fixed part is not repeated), but one deeper and wider than every shape (K and N both beyond) at most
+  its FLOPs at matmul_flops (square products' rate: the grid's corner is narrower, and a coarse grid's far
+  slower); on one that did not, its FLOPs' time and at least its left operand's elements at narrow_gemm_seconds
+  for the widest output the host measured no wider than its own (a GEMM whose output has a few columns runs far
+  below the FLOP rate). oneDNN's fused LSTM layer on a CPU (mkldnn_rnn_layer) costs its
   GEMMs as those GEMMs would: the input's over every step at once and the hidden state's once per step (its
   backward: the hidden state's gradient per step, the input's and both weights' over every step), and its gates'
   element-wise work, LSTM_GATE_ELEMENTS per step, row and hidden unit, each step at elementwise_rate for that

@@ -252,5 +252,6 @@ def label(fp: dict) -> str:
     EPYC") with its signature, less the vendor its name gives."""
     gpus = ", ".join(g["name"] for g in fp.get("gpus", [])) or "no GPU"
     signature = fp.get("cpu_signature")
-    design = "" if not signature or re.search(r"\d", fp["cpu_model"]) else re.sub(r"^vendor_id [^,]*, ", "", signature) + "; "
+    named = not signature or re.search(r"\d", fp["cpu_model"])
+    design = "" if named else re.sub(r"^vendor_id [^,]*, ", "", signature) + "; "
     return f"{fp['cpu_model']} ({design}{fp['cpu_logical_cores']} threads) / {gpus}"
