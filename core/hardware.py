@@ -307,12 +307,11 @@ def from_profile(profile: dict, device: str) -> Device:
         profiles.validate(profile)
     except profiles.ProfileError as e:
         raise HardwareError(f"profile: {e}") from None
-    machine, gpus = profile["machine_id"], profile["gpus"]
-    if device != "cpu" and device not in gpus:
+    machine, sections = profile["machine_id"], profiles.sections(profile)
+    if device not in sections:
         who = settings.this_host() if machine == devices.fingerprint()["machine_id"] else f"machine {machine}"
-        raise HardwareError(f"device: {who} has no calibrated '{_clip(device, 60)}'; it has: "
-                            f"{', '.join(['cpu', *gpus])}")
-    kind, section = ("cpu", profile["cpu"]) if device == "cpu" else ("gpu", gpus[device])
+        raise HardwareError(f"device: {who} has no calibrated '{_clip(device, 60)}'; it has: {', '.join(sections)}")
+    kind, section = "cpu" if device == "cpu" else "gpu", sections[device]
     source = f"calibrated on {machine} {profile['taken'][:10]}"
     figures = {field: _calibrated_figure(field, section, source) for field in FIELDS[kind]}
     name, title = _calibrated_names(profile, device)

@@ -54,7 +54,8 @@ _FINGERPRINT = {
     "type": "object",
     "required": ["cpu_model", "cpu_logical_cores"],
     "properties": {
-        "cpu_model": _TEXT, "cpu_signature": _TEXT_OR_NULL, "cpu_physical_cores": _INT_OR_NULL, "cpu_logical_cores": _INT_OR_NULL,
+        "cpu_model": _TEXT, "cpu_signature": _TEXT_OR_NULL, "cpu_physical_cores": _INT_OR_NULL,
+        "cpu_logical_cores": _INT_OR_NULL,
         "torch_threads": _INT_OR_NULL, "memory_gib": _NUMBER_OR_NULL, "os": _TEXT_OR_NULL,
         "python": _TEXT_OR_NULL, "torch": _TEXT_OR_NULL, "numpy": _TEXT_OR_NULL, "cuda": _TEXT_OR_NULL,
         "cudnn": _INT_OR_NULL, "gpus": {"type": "array", "maxItems": MAX_NAMES, "items": _GPU},

@@ -49,7 +49,6 @@ def entry(experiment: Experiment, point: Point, config: dict) -> dict:
             "per_call": workload.per_call if workload else 1, "census": found}
 
 
-
 class Censuses:
     """Censuses taken once per (experiment, point, configuration), however many uses share them: `census_of`'s
     (`take` by default, `entry` for a record's entry), on `threads` intra-op threads (None: as they are);
@@ -71,6 +70,7 @@ class Censuses:
             if self.progress:
                 self.progress(point)
         return self.taken[key]
+
 
 def _census(experiment: Experiment, point: Point, config: dict) -> tuple[timing.Workload | None, dict]:
     workload = None

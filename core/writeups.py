@@ -241,7 +241,7 @@ def _validated(entry: dict, replica: Declaration | None, censuses: standin.Censu
     except ValueError as e:  # a skipped or failed census, a census the model refuses (PredictionError)
         return row | {"error": str(e)}
     ratio = predicted / row["published"]
-    if getattr(replica, "method_adds", False) and ratio > 1:
+    if isinstance(replica, Replica) and replica.method_adds and ratio > 1:
         row["method"] = f"{row['method']} {ADDS_NOT_ABOVE}"
     return row | {"predicted": predicted, "ratio": ratio, "within_2x": 1 / WITHIN <= ratio <= WITHIN}
 
