@@ -37,9 +37,13 @@ TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's traini
 # steps issues its operations from C++, and the line between the lengths prices one of them
 NESTED_GRU, NESTED_LENGTHS = (1, 4), (4, 32)  # input and hidden features; sequence lengths
 TRANSFORMED_MLP = (1, 4, 4)  # the transformed-op probe's Linear-Tanh-Linear, one sample through torch.func.jvp
-# One sample of a short input per conv probe: a small model's layers cost what such a call costs (a fixed
-# part, forward and backward, far above its FLOPs at a larger input's rate), so the sized rates reach down to it.
-TINY_CONV_INPUTS = {"conv1d_flops": (1, 4), "conv2d_flops": (1, 2, 2)}  # batch, then length or height and width
+# A short input per conv probe: a small model's layers cost what such a call costs (a fixed part, forward and
+# backward, far above its FLOPs at a larger input's rate), so the sized rates reach down to it. It is a batch, as
+# the other inputs are: PyTorch's CPU convolution takes oneDNN for a batch and an im2col path for one sample, and
+# oneDNN's fixed part is about four times the other's (a training call on the AMD EPYC: 155 us, and 35 us).
+CONV_BATCH = 8
+MAX_BACKWARD_SHARE = 0.95  # of a training call: its forward is never free
+SHORT_CONV_INPUTS = {3: (CONV_BATCH, 4), 4: (CONV_BATCH, 2, 2)}  # by rank: batch, then length or height and width
 OPTIMIZER_PARAMS = (1, 32)  # parameter tensors of the optimiser probe's two steps
 OPTIMIZER_PARAM_ELEMENTS = 16
 SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors
@@ -364,8 +368,8 @@ def _brief(effort: Effort) -> Effort:
 
 def _conv_positions(effort: Effort) -> dict[int, list[tuple[int, ...]]]:
     """The inputs (batch, then length or height and width) a convolution probe is timed on, by the input's rank."""
-    return {3: [TINY_CONV_INPUTS["conv1d_flops"], *((8, length) for length in effort.conv1d_lengths)],
-            4: [TINY_CONV_INPUTS["conv2d_flops"], *((8, side, side) for side in effort.conv2d_sides)]}
+    return {3: [SHORT_CONV_INPUTS[3], *((CONV_BATCH, length) for length in effort.conv1d_lengths)],
+            4: [SHORT_CONV_INPUTS[4], *((CONV_BATCH, side, side) for side in effort.conv2d_sides)]}
 
 
 def conv_rate(device: str, effort: Effort) -> dict:
@@ -379,6 +383,22 @@ def one_channel_conv_rate(device: str, effort: Effort) -> dict:
     for rank, inputs in _conv_positions(effort).items():
         rates |= _conv_rates(conv_probes.one_channel(rank, device), inputs, device, effort)
     return {"conv_one_channel_flops": rates}
+
+
+def conv_backward_share(device: str, effort: Effort) -> dict:
+    """The backward's share of a training call of each convolution probe (16 channels and one), keyed by its input:
+    1 less its forward's seconds (with autograd recording) over the whole call's."""
+    layers = {rank: (profiles.conv_probe(field, device), conv_probes.one_channel(rank, device))
+              for field, rank in (("conv1d_flops", 3), ("conv2d_flops", 4))}
+    shares = {}
+    for rank, inputs in _conv_positions(effort).items():
+        for conv, (batch, *sizes) in itertools.product(layers[rank], inputs):
+            shape = (batch, conv.in_channels, *sizes)
+            x = torch.randn(shape, device=device, requires_grad=True)
+            forward = _work_seconds(lambda: conv(x), device, effort)
+            whole = _work_seconds(lambda: conv(x).sum().backward(), device, effort)
+            shares["x".join(map(str, shape))] = min(max(1 - forward / whole, 0.0), MAX_BACKWARD_SHARE)
+    return {"conv_backward_share": shares}
 
 
 def _conv_rates(conv: torch.nn.Module, inputs: list[tuple[int, ...]], device: str, effort: Effort) -> dict[str, float]:
@@ -519,6 +539,7 @@ PROBES = (
     Probe("matmul", profiles.EVERY, matmul_rate),
     Probe("convolutions", profiles.EVERY, conv_rate),
     Probe("one-channel convolutions", profiles.HOST, one_channel_conv_rate),
+    Probe("convolutions' backward", profiles.HOST, conv_backward_share),
     Probe("elementwise", profiles.EVERY, elementwise_rate),
     Probe("listed operations", profiles.HOST, listed_op_costs),
     Probe("narrow GEMMs", profiles.HOST, narrow_gemm_cost),

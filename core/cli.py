@@ -244,12 +244,13 @@ def cmd_calibrate(args) -> int:
     if busy is not None:  # a run's work would skew the measurements, and they its timings
         raise runlock.BusyError(busy)
     profile = calibrate.take(names, quick=args.quick)
-    print(calibrate.report(profile))
     try:
-        path = profiles.save(profile)
+        path = profiles.save(profile)  # before the report: minutes of measuring are never lost to a display fault
     except profiles.ProfileError as e:
+        print(calibrate.report(profile))
         print(f"error: the measurement looks broken, profile not written: {e}", file=sys.stderr)
         return 1
+    print(calibrate.report(profile))
     print(f"calibrated {', '.join(names)} in {profile['seconds']:.0f} s: {path}")
     return 0
 

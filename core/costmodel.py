@@ -16,7 +16,10 @@ The rules on a GPU target, per operation call:
   unit's device) costs its compute there too: max(flops / rate, bytes / memory_bandwidth), the rate conv_flops for
   a convolution (an operation with a FLOP formula and 'conv' in its name; on a host that timed one-channel
   convolutions, conv_one_channel_flops at one input channel, log-linear in the channels up to conv_flops at the
-  16 of its probes), matmul_flops for another
+  16 of its probes; on a host that timed the backward's share of its probes' calls, conv_backward_share, a
+  forward call costs the forward's share and a backward call the backward's, in proportion to the gradients it
+  computes, of the forward and backward at that rate that its forward FLOPs make, at least the smallest probe's:
+  oneDNN's fixed part, and a small backward about three times its forward), matmul_flops for another
   formula operation and elementwise_rate for a per-element one (one FLOP per element written); an operation
   the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...) costs at least its line,
   op_call_seconds + op_element_seconds per element written. A GEMM (mm, addmm, bmm, baddbmm) on a host that
@@ -97,6 +100,7 @@ GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm
 GEMM_GRID = {"aten.mm": "gemm_seconds", "aten.bmm": "gemm_seconds", "aten.addmm": "linear_seconds",
              "aten.baddbmm": "gemm_seconds"}
 ONE_CHANNEL = "conv_one_channel_flops"
+BACKWARD_SHARE = "conv_backward_share"
 CONV_WEIGHT = {"aten.convolution": 1, "aten.convolution_backward": 2}  # the weight's place among a convolution's inputs
 TINY_SECONDS = 1e-12  # a grid figure's floor before its logarithm
 ONEDNN_LSTM = ("aten.mkldnn_rnn_layer", "aten.mkldnn_rnn_layer_backward")  # its forward and backward (standin_cpu_rnn)
@@ -258,7 +262,7 @@ def _work_seconds(op: dict, device, elementwise: str | None) -> float:
     per-element operation (None: its bytes only)."""
     flops = op["flops"]
     if op["formula"] and "conv" in op["op"]:
-        by_flops = flops / _conv_rate(op, device) if flops else 0.0
+        by_flops = _conv_seconds(op, device) if flops else 0.0
     else:
         rate = "matmul_flops" if op["formula"] else elementwise
         by_flops = flops / device.value(rate, flops=flops) if rate and flops else 0.0
@@ -266,20 +270,46 @@ def _work_seconds(op: dict, device, elementwise: str | None) -> float:
     return max(by_flops, by_bytes)
 
 
-def _conv_rate(op: dict, device) -> float:
+def _conv_seconds(op: dict, device) -> float:
+    """A convolution call's seconds: its FLOPs at _conv_rate; on a host that timed its backward's share of its
+    probes' forward and backward (conv_backward_share), its forward's part (a forward call) or its backward's (a
+    backward call, in proportion to the gradients it computes) of the forward and backward its forward FLOPs make,
+    at _conv_rate, and at least the smallest probe's (a fixed part: oneDNN's)."""
+    weight = _conv_weight(op)
+    found = _backward_share(op, weight, device)
+    if found is None:  # a GPU, a host that did not time it, a convolution of a rank it did not
+        return op["flops"] / _conv_rate(op["flops"], weight, device)
+    forward, share, smallest = found
+    at = max(forward, smallest)
+    whole = 3 * at / _conv_rate(at, weight, device)
+    if op["op"] == "aten.convolution":
+        return whole * (1 - share)
+    return whole * share * op["flops"] / (2 * forward)
+
+
+def _backward_share(op: dict, weight: list[int] | None, device) -> tuple[float, float, float] | None:
+    """A convolution call's forward FLOPs and, from the device's conv_backward_share, its backward's share and the
+    smallest probe's FLOPs (conv_probes.backward_share); None where the device or the census lacks them."""
+    shares = device.value(BACKWARD_SHARE) if weight and BACKWARD_SHARE in device.figures else {}
+    if not shares:
+        return None
+    forward = op["flops"] if op["op"] == "aten.convolution" else conv_probes.backward_forward_flops(op["shapes"])
+    found = conv_probes.backward_share(shares, weight, forward) if forward > 0 else None
+    return None if found is None else (forward, *found)
+
+
+def _conv_rate(flops: float, weight: list[int] | None, device) -> float:
     """A convolution call's FLOP/s: conv_flops at its FLOPs; on a host that timed one-channel convolutions
     (conv_one_channel_flops) of its rank, between the two in the logarithms of its weight's input channels, from
     the one-channel rate at 1 to conv_flops' at the 16 of its probes and beyond."""
-    flops = op["flops"]
     rate = device.value("conv_flops", flops=flops)
-    weight = _conv_weight(op)
     if weight is None or ONE_CHANNEL not in device.figures:  # a GPU's, a host's without it, or not a known conv
         return rate
     few = conv_probes.rates_by_rank(device.value(ONE_CHANNEL)).get(len(weight))
     if not few:  # none timed at its rank (an older profile, a catalogue CPU, a 3-D convolution)
         return rate
-    share = min(math.log(weight[1]) / math.log(conv_probes.CHANNELS), 1.0)
-    return math.exp((1 - share) * math.log(loglog(few, flops)) + share * math.log(rate))
+    many = conv_probes.channel_share(weight[1])
+    return math.exp((1 - many) * math.log(loglog(few, flops)) + many * math.log(rate))
 
 
 def _conv_weight(op: dict) -> list[int] | None:

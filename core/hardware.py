@@ -29,7 +29,8 @@ FIELDS = {
             "op_overhead_no_grad",
             "module_call", "module_call_seconds", "optimizer_step", "optimizer_op_overhead",
             "loader_batch1_per_sample", "loader_batched_per_sample", "loader_per_sample",
-            "matmul_flops", "conv_flops", "conv_one_channel_flops", "elementwise_rate", "memory_bandwidth",
+            "matmul_flops", "conv_flops", "conv_one_channel_flops", "conv_backward_share", "elementwise_rate",
+            "memory_bandwidth",
             "op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "gemm_seconds", "linear_seconds",
             "flash_attention_seconds", "flash_attention_backward_seconds"),
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
@@ -53,6 +54,8 @@ UNMEASURED = {"op_call_seconds": "these operations cost an add's time", "op_elem
               "module_call_seconds": "every module call costs a bare module's (module_call)",
               "conv_one_channel_flops": "a convolution with few input channels costs conv_flops' rate, as a "
                                         "16-channel one does",
+              "conv_backward_share": "a convolution's forward and backward call each cost their FLOPs at conv_flops' "
+                                     "rate",
               **{field: GEMM_BY_FLOPS for field in GEMM_GRIDS},
               **dict.fromkeys(profiles.ATTENTION_FIGURES, "flash attention costs, per block, its GEMMs at what GEMMs of "
                               "their shapes cost and an exp per score, as if one thread ran them all")}

@@ -90,6 +90,9 @@ FIELDS = (
     Field("conv_one_channel_flops", "FLOP/s", "Conv1d and Conv2d with one input channel, 1->32 channels, kernels 5 "
           "and 3x3, forward and backward (size: input N x 1 x L or N x 1 x H x W): a small model's first layer, whose "
           "vector lanes, run across input channels, mostly idle", 1e6, 1e17, HOST, sized=True, required=False),
+    Field("conv_backward_share", "share", "the backward's share of each of those convolutions' forward and backward "
+          "(size: the probe's input, 16 channels or one): 1 less the forward's seconds over the whole call's",
+          0.0, 1.0, HOST, sized=True, required=False),
     Field("elementwise_rate", "elem/s", "output elements per second of a float32 add into a new tensor, as "
           "a model's ops write (size: elements; small ones stay in cache, large ones fault their pages in)",
           1e6, 1e14, EVERY, sized=True),
@@ -160,10 +163,11 @@ STAND_INS = {"op_overhead_nested": ("op_overhead_autograd", "a recording operati
 OP_NAME, COUNT, CLASS_NAME = r"^[a-z_][a-z0-9_]*$", r"^[1-9][0-9]*$", r"^[A-Za-z_][A-Za-z0-9_]*$"
 SHAPE = r"^[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*$"  # a GEMM's M x K x N
 ONE_CHANNEL_INPUT = r"^[1-9][0-9]*x1(x[1-9][0-9]*){1,2}$"  # a one-channel convolution's input: N x 1 x L or N x 1 x H x W
-KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "op_call_seconds": OP_NAME, "op_element_seconds": OP_NAME,
-        "narrow_gemm_seconds": COUNT, "loader_per_sample": COUNT, "module_call_seconds": CLASS_NAME,
-        "gemm_seconds": SHAPE, "linear_seconds": SHAPE, "flash_attention_seconds": SHAPE,
-        "flash_attention_backward_seconds": SHAPE}
+CONV_INPUT = rf"^[1-9][0-9]*x(1|{conv_probes.CHANNELS})(x[1-9][0-9]*){{1,2}}$"  # a conv probe's input, either channels
+KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "conv_backward_share": CONV_INPUT, "op_call_seconds": OP_NAME,
+        "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT, "loader_per_sample": COUNT,
+        "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE,
+        "flash_attention_seconds": SHAPE, "flash_attention_backward_seconds": SHAPE}
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
 GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of hundreds of shapes, two figures each
 # keyed by block shape: a grid, forward and backward
@@ -176,10 +180,10 @@ GRID_TABLES = {GEMM_FIGURES: (("M", "K", "N"), ("torch.mm (µs)", "nn.Linear's a
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
 HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
                "s/node": (1e-6, "µs/node"), "s/block": (1e-6, "µs/block"), "s/kernel": (1e-6, "µs/kernel"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
-               "B/s": (1e9, "GB/s")}
+               "B/s": (1e9, "GB/s"), "share": (0.01, "%")}
 
 
-CALIBRATION_TIME = "three to four minutes"  # a full calibration on a 2-core CPU (the AMD EPYC: 194-242 s)
+CALIBRATION_TIME = "four to five minutes"  # a full calibration on a 2-core CPU (the AMD EPYCs: 194-278 s)
 
 
 class ProfileError(ValueError):
@@ -187,8 +191,7 @@ class ProfileError(ValueError):
 
 
 # calibrate's convolution probes, the layer each times (core.conv_probes.layer's)
-CONV_PROBES = {"conv1d_flops": (torch.nn.Conv1d, (conv_probes.CHANNELS, 32, 5), 2),
-               "conv2d_flops": (torch.nn.Conv2d, (conv_probes.CHANNELS, 32, 3), 1)}
+CONV_PROBES = {"conv1d_flops": conv_probes.MANY_CHANNELS[3], "conv2d_flops": conv_probes.MANY_CHANNELS[4]}
 
 
 def conv_probe(field: str, device: str) -> torch.nn.Module:

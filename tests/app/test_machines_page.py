@@ -9,7 +9,7 @@ NOT_CALIBRATED = "not calibrated: run `python -m core calibrate`"
 # two keys of a keyed field, as its pattern allows
 KEYS_BY_PATTERN = {profiles.OP_NAME: ("tanh", "sort"), profiles.COUNT: ("64", "256"),
                    profiles.CLASS_NAME: ("Linear", "ReLU"), profiles.SHAPE: ("16x4x2", "1024x4x2"),
-                   profiles.ONE_CHANNEL_INPUT: ("8x1x256", "8x1x16x16")}
+                   profiles.ONE_CHANNEL_INPUT: ("8x1x256", "8x1x16x16"), profiles.CONV_INPUT: ("8x16x256", "8x1x16x16")}
 
 
 def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:

@@ -24,10 +24,11 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
         for value in values:
             assert field.low <= value <= field.high, (field.name, value, field.unit)
     assert set(cpu["matmul_flops"]) == {str(n) for n in calibrate.QUICK.matmul_sizes["cpu"]}
-    assert set(cpu["conv2d_flops"]) == {"1x16x2x2", *(f"8x16x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
-    assert cpu["conv1d_flops"]["1x16x4"] < cpu["conv1d_flops"]["8x16x256"]  # one tiny call: its fixed part shows
-    assert set(cpu["conv_one_channel_flops"]) == {"1x1x4", "8x1x256", "1x1x2x2",
-                                                   *(f"8x1x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
+    assert set(cpu["conv2d_flops"]) == {"8x16x2x2", *(f"8x16x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
+    assert cpu["conv1d_flops"]["8x16x4"] < cpu["conv1d_flops"]["8x16x256"]  # a short call: its fixed part shows
+    one_channel = {"8x1x4", "8x1x256", "8x1x2x2", *(f"8x1x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
+    assert set(cpu["conv_one_channel_flops"]) == one_channel
+    assert set(cpu["conv_backward_share"]) == one_channel | set(cpu["conv1d_flops"]) | set(cpu["conv2d_flops"])
     assert set(cpu["elementwise_rate"]) == {"4096", "65536", "1048576"}  # the largest: QUICK's 4 MiB of float32
     assert cpu["elementwise_flops"] == cpu["elementwise_rate"]["1048576"]
     assert cpu["optimizer_op_overhead"] >= cpu["op_overhead_no_grad"] * 0.5  # at least the bare op when measured
@@ -126,7 +127,7 @@ def test_a_calibration_taken_on_a_busy_machine_says_so(quick_profile):
 def test_a_machine_without_a_profile_is_told_how_to_take_one(results_dir):
     assert profiles.load() is None and profiles.all() == {}
     assert profiles.missing_message() == ("no calibrated profile for this machine: run `python -m core calibrate` "
-                                          "(three to four minutes)")
+                                          "(four to five minutes)")
     assert "machine elsewhere-1: run `python -m core calibrate` on it" in profiles.missing_message("elsewhere-1")
 
 
@@ -192,6 +193,16 @@ def test_cli_calibrate_prints_the_table_and_writes_the_profile(quick_profile, ca
     assert "flash_attention_seconds @ 8 shapes" in table[-2] and "µs/block" in table[-1]
     value_ends = {line.index(f"{row['value']} {row['unit']} ") + len(row["value"]) for line, row in zip(table, rows)}
     assert len(value_ends) == 1  # the values line up
+
+
+def test_cli_calibrate_writes_the_profile_before_it_prints_the_report(quick_profile, results_dir, monkeypatch):
+    def broken(profile):
+        raise KeyError("a display fault")
+    monkeypatch.setattr(calibrate, "take", lambda names, quick: quick_profile)
+    monkeypatch.setattr(calibrate, "report", broken)
+    with pytest.raises(KeyError):
+        main(["calibrate", "--quick", "--device", "cpu"])
+    assert profiles.load()["cpu"] == quick_profile["cpu"]  # the minutes of measuring are kept
 
 
 def test_cli_calibrate_refuses_when_read_only_busy_or_given_a_bad_device(capsys, results_dir, monkeypatch):

@@ -199,6 +199,32 @@ def test_a_convolution_with_few_input_channels_runs_between_the_one_channel_rate
         4 * 40960 / (5e8 * 10 ** 0.5))
 
 
+# The 8 x 16 x 256 probe's forward (Conv1d 16 -> 32, kernel 5): 2 x 8 x 32 x 256 x 16 x 5 = 10,485,760 FLOPs; its
+# forward and backward at conv_flops (5e10): 3 x 10,485,760 / 5e10 = 629.1456 us, a quarter of it the forward's
+SHARED = {"8x16x256": 0.75}
+PROBE_FLOPS, PROBE_WHOLE = 10485760, 3 * 10485760 / 5e10
+
+
+def test_a_convolution_is_split_by_the_hosts_backward_share_and_costs_at_least_its_smallest_probe():
+    def compute(conv, **figures):
+        return predict(census([conv], [stretch([(0, 1)])], device="cpu"), cpu(**figures)).parts["compute"]
+    weight = [32, 16, 5]
+    forward = conv_call("aten.convolution", weight, PROBE_FLOPS, inputs=[8, 16, 256])
+    both = conv_call("aten.convolution_backward", weight, 2 * PROBE_FLOPS, inputs=[8, 16, 256])
+    weight_only = both | {"flops": PROBE_FLOPS}  # a first layer's: no input gradient, half the backward's FLOPs
+    assert compute(forward, conv_backward_share=SHARED) == pytest.approx(0.25 * PROBE_WHOLE)
+    assert compute(both, conv_backward_share=SHARED) == pytest.approx(0.75 * PROBE_WHOLE)
+    assert compute(weight_only, conv_backward_share=SHARED) == pytest.approx(0.75 * PROBE_WHOLE / 2)
+    # a sixteenth of the probe's length: a sixteenth of its FLOPs, but the probe's fixed part
+    short = conv_call("aten.convolution", weight, PROBE_FLOPS / 16, inputs=[8, 16, 16])
+    assert compute(short, conv_backward_share=SHARED) == pytest.approx(0.25 * PROBE_WHOLE)
+    # without the figure, or for a rank it has no probe of: each call its own FLOPs at conv_flops, as before
+    assert compute(forward) == pytest.approx(PROBE_FLOPS / 5e10)
+    assert compute(both) == pytest.approx(2 * PROBE_FLOPS / 5e10)
+    conv2d = conv_call("aten.convolution", [32, 16, 3, 3], 1e6, inputs=[8, 16, 16, 16])
+    assert compute(conv2d, conv_backward_share=SHARED) == pytest.approx(1e6 / 5e10)
+
+
 def test_a_one_channel_convolution_costs_the_conv_rate_where_its_rank_or_the_figure_is_missing():
     conv2d = conv_call("aten.convolution", [32, 1, 3, 3], 1179648, inputs=[8, 1, 16, 16])
     conv3d = conv_call("aten.convolution", [32, 1, 3, 3, 3], 1179648, inputs=[8, 1, 16, 16, 16])

@@ -27,6 +27,7 @@ def made_profile(machine_id: str, gpus: tuple[str, ...] = ()) -> dict:
            "loader_batched_per_sample": 5e-6, "matmul_flops": {"64": 4e10, "256": 1.5e11},
            "conv1d_flops": {"8x16x256": 3e10}, "conv2d_flops": {"8x16x16x16": 5e10},
            "conv_one_channel_flops": {"8x1x256": 3e9, "8x1x16x16": 5e9},
+           "conv_backward_share": {"8x16x256": 0.7, "8x1x256": 0.8},
            "elementwise_rate": {"4096": 1e9, "1048576": 2e9}, "elementwise_flops": 2e9, "memory_bandwidth": 1.6e10,
            "op_call_seconds": {"tanh": 2e-6, "sort": 0.0}, "op_element_seconds": {"tanh": 1e-9, "sort": 3e-9},
            "narrow_gemm_seconds": {"2": 5e-10, "16": 2e-10}, "loader_per_sample": {"1": 30e-6, "64": 5e-6},
@@ -64,11 +65,13 @@ def test_the_shipped_catalogue_validates_and_every_entry_has_every_figure_of_its
         for name, figure in device.figures.items():
             if figure.keyed:  # an op's fixed part or time per element: 0 where it has none
                 assert all(v >= 0 for v in figure.value.values()), device.name
-                # a catalogue CPU has no GEMM grid, one-channel convolutions nor flash-attention blocks: what the
-                # model does instead (GEMMs cost their FLOPs, convolutions conv_flops, attention its GEMMs) is an
+                # a catalogue CPU has no GEMM grid, one-channel convolutions, backward shares nor flash-attention
+                # blocks: what the model does instead (GEMMs cost their FLOPs, convolutions conv_flops, attention its
+                # GEMMs) is an
                 # assumption, said so
                 instead = (hardware.GEMM_BY_FLOPS if name in hardware.GEMM_GRIDS else
                            "costs conv_flops' rate" if name == "conv_one_channel_flops" else
+                           "each cost their FLOPs at conv_flops' rate" if name == "conv_backward_share" else
                            "its GEMMs at what GEMMs of their shapes cost" if name in profiles.ATTENTION_FIGURES
                            else None)
                 assert figure.value or (instead and figure.assumption and instead in figure.note), (device.name, name)
@@ -266,18 +269,21 @@ def test_a_calibrated_cpu_keeps_its_ops_timed_one_by_one_keyed_by_op(this_profil
     assert cpu.value("narrow_gemm_seconds") == {"2": 5e-10, "16": 2e-10}  # keyed by output columns, not by FLOPs
     assert cpu.value("loader_per_sample") == {"1": 30e-6, "64": 5e-6}  # keyed by batch size
     assert cpu.value("conv_one_channel_flops") == {"8x1x256": 3e9, "8x1x16x16": 5e9}  # keyed by probe input
+    assert cpu.value("conv_backward_share") == {"8x16x256": 0.7, "8x1x256": 0.8}
 
 
 def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_and_says_so(results_dir):
     older = made_profile("older-machine")
     for field in ("op_call_seconds", "op_element_seconds", "narrow_gemm_seconds", "loader_per_sample",
-                  "module_call_seconds", "conv_one_channel_flops", "op_overhead_nested", "op_overhead_nested_no_grad",
-                  "op_overhead_transformed", "flash_attention_seconds", "flash_attention_backward_seconds"):
+                  "module_call_seconds", "conv_one_channel_flops", "conv_backward_share", "op_overhead_nested",
+                  "op_overhead_nested_no_grad", "op_overhead_transformed", "flash_attention_seconds",
+                  "flash_attention_backward_seconds"):
         del older["cpu"][field]
     cpu = hardware.from_profile(older, "cpu")
-    assert sorted(cpu.assumptions) == ["conv_one_channel_flops", "flash_attention_backward_seconds",
-                                       "flash_attention_seconds", "loader_per_sample", "module_call_seconds",
-                                       "narrow_gemm_seconds", "op_call_seconds", "op_element_seconds",
+    assert sorted(cpu.assumptions) == ["conv_backward_share", "conv_one_channel_flops",
+                                       "flash_attention_backward_seconds", "flash_attention_seconds",
+                                       "loader_per_sample", "module_call_seconds", "narrow_gemm_seconds",
+                                       "op_call_seconds", "op_element_seconds",
                                        "op_overhead_nested", "op_overhead_nested_no_grad", "op_overhead_transformed"]
     # every recording operation, C++'s and a transform's too, at the one figure the profile has
     assert cpu.value("op_overhead_nested") == cpu.value("op_overhead_transformed") == 4e-6
@@ -287,6 +293,7 @@ def test_a_profile_calibrated_before_the_ops_were_timed_one_by_one_still_loads_a
     assert "an operation C++ issues outside autograd costs what" in cpu.figures["op_overhead_nested_no_grad"].note
     assert "an operation under a torch.func transform costs" in cpu.figures["op_overhead_transformed"].note
     assert "a convolution with few input channels costs conv_flops' rate" in cpu.figures["conv_one_channel_flops"].note
+    assert "forward and backward call each cost their FLOPs" in cpu.figures["conv_backward_share"].note
     assert cpu.value("op_element_seconds") == cpu.value("narrow_gemm_seconds") == {}
     assert "these operations cost an add's time" in cpu.figures["op_call_seconds"].note
     assert "a narrow GEMM costs its FLOPs' time" in cpu.figures["narrow_gemm_seconds"].note
