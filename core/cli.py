@@ -502,6 +502,6 @@ def _inspection_text(row: dict) -> str:
     if parts.get("adds_up"):
         part = max(breakdown.PARTS, key=lambda p: parts[f"{p}_s"])
         text += f"; mostly {breakdown.LABELS[part]} ({parts[f'{part}_s'] / row['median']:.0%})"
-    elif parts.get("adds_up") is False:
-        text += "; the profile could not be reconciled with the timing"
+    elif parts.get("adds_up") is False:  # the run's own timing stands; only its split is missing
+        text += "; no split of its time: the profiler's overhead outgrew these tiny operations"
     return text

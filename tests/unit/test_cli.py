@@ -187,3 +187,13 @@ def test_the_cli_and_the_test_helpers_run_without_the_report_s_and_the_app_s_lib
                           cwd=settings.APP_ROOT)
     assert done.returncode == 0, done.stderr
     assert "torch" in done.stdout
+
+
+def test_a_run_line_names_the_largest_part_or_says_why_it_has_no_split():
+    row = {"census": {}, "unit": "epoch", "per_call": 1, "median": 0.01,
+           "breakdown": {"adds_up": True, "host_s": 0.008, "compute_s": 0.002, "loading_s": 0.0, "copies_s": 0.0,
+                         "sync_s": 0.0}}
+    assert cli._inspection_text(row) == "; mostly host overhead (Python, dispatch, launches) (80%)"
+    row["breakdown"]["adds_up"] = False
+    assert cli._inspection_text(row) == "; no split of its time: the profiler's overhead outgrew these tiny operations"
+    assert cli._inspection_text(row | {"breakdown": {}}) == ""  # not profiled: nothing said
