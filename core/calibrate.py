@@ -42,8 +42,8 @@ TRANSFORMED_MLP = (1, 4, 4)  # the transformed-op probe's Linear-Tanh-Linear, on
 # the other inputs are: PyTorch's CPU convolution takes oneDNN for a batch and an im2col path for one sample, and
 # oneDNN's fixed part is about four times the other's (a training call on the AMD EPYC: 155 us, and 35 us).
 CONV_BATCH = 8
-MAX_BACKWARD_SHARE = 0.95  # of a training call: its forward is never free
 SHORT_CONV_INPUTS = {3: (CONV_BATCH, 4), 4: (CONV_BATCH, 2, 2)}  # by rank: batch, then length or height and width
+MAX_BACKWARD_SHARE = 0.95  # of a training call: its forward is never free
 OPTIMIZER_PARAMS = (1, 32)  # parameter tensors of the optimiser probe's two steps
 OPTIMIZER_PARAM_ELEMENTS = 16
 SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors

@@ -245,12 +245,13 @@ def cmd_calibrate(args) -> int:
         raise runlock.BusyError(busy)
     profile = calibrate.take(names, quick=args.quick)
     try:
-        path = profiles.save(profile)  # before the report: minutes of measuring are never lost to a display fault
+        path, broken = profiles.save(profile), None  # before the report: minutes of measuring outlive a display fault
     except profiles.ProfileError as e:
-        print(calibrate.report(profile))
-        print(f"error: the measurement looks broken, profile not written: {e}", file=sys.stderr)
-        return 1
+        path, broken = None, e
     print(calibrate.report(profile))
+    if broken:
+        print(f"error: the measurement looks broken, profile not written: {broken}", file=sys.stderr)
+        return 1
     print(f"calibrated {', '.join(names)} in {profile['seconds']:.0f} s: {path}")
     return 0
 

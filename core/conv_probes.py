@@ -38,9 +38,10 @@ def one_channel(rank: int, device: str) -> torch.nn.Module:
 
 @lru_cache(maxsize=64)
 def call_flops(size: str) -> tuple[int, float]:
-    """The rank of a one-channel probe's input shaped `size` ('8x1x256', '8x1x16x16') and its FLOPs per call."""
+    """The rank of a probe's input shaped `size` ('8x1x256', '8x16x16x16') and its FLOPs per call, by the probe its
+    channels name (one: ONE_CHANNEL, else MANY_CHANNELS)."""
     shape = tuple(int(d) for d in size.split("x"))
-    return len(shape), forward_flops(ONE_CHANNEL[len(shape)], shape)
+    return len(shape), forward_flops((ONE_CHANNEL if shape[1] == 1 else MANY_CHANNELS)[len(shape)], shape)
 
 
 def rates_by_rank(figure: dict[str, float]) -> dict[int, tuple[tuple[float, float], ...]]:
@@ -74,10 +75,9 @@ def backward_share(figure: dict[str, float], weight: list[int], flops: float) ->
     probe has its rank."""
     points = {}
     for size, share in figure.items():
-        shape = tuple(int(d) for d in size.split("x"))
-        if len(shape) == len(weight):
-            probes = ONE_CHANNEL if shape[1] == 1 else MANY_CHANNELS
-            points.setdefault(shape[1] == 1, []).append((math.log(forward_flops(probes[len(shape)], shape)), share))
+        rank, at = call_flops(size)
+        if rank == len(weight):
+            points.setdefault(size.split("x")[1] == "1", []).append((math.log(at), share))
     if not points:
         return None
     sets = {one: sorted(found) for one, found in points.items()}
