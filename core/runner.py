@@ -75,9 +75,9 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
         progress: Callable[[int, int, Point, dict], None] = None,
         standin_progress: Callable[[int, int, Point, dict], None] = None,
         starting: Callable[[int, int, Point], None] = None) -> str:
-    """Measure every point on every device, writing the record after each, then take the stand-in census
-    of every point a GPU would run (core.standin: what the cost model predicts a GPU from, on any machine);
-    returns the final status. SIGTERM cancels: the finished points stay in the record. `starting` hears of
+    """Measure every point on every device, writing the record after each, then, unless every device is a
+    GPU, take the stand-in census of every point a GPU would run (core.standin: what the cost model predicts
+    a GPU from, on any machine); returns the final status. SIGTERM cancels: the finished points stay in the record. `starting` hears of
     each point before it is measured, `progress` after (with its row), `standin_progress` of each census."""
     settings.require_writable("runs")
     points = experiment.plan(config, device_names)
@@ -95,7 +95,8 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
             state.rows.append(row)
             if progress:
                 progress(i, len(points), point, row)
-        _standins(experiment, config, writer, standin_progress)
+        if not all(map(devices.is_accelerator, device_names)):  # GPUs alone: their rows hold the real censuses
+            _standins(experiment, config, writer, standin_progress)
         ok = any(r["status"] == "ok" for r in writer.record["rows"])
         status = "complete" if ok else "failed"
         writer.finish(status, None if ok else "no point could be measured")

@@ -71,3 +71,19 @@ def test_the_cli_prints_each_points_census_per_unit(results_dir, capsys):
                  "--set", "variants=torch cpu"]) == 0
     out = capsys.readouterr().out
     assert "1 operation, 1 kernel, 0 syncs, 0 bytes copied per product" in out
+
+
+def test_a_run_on_gpus_alone_takes_no_stand_in_census_and_a_cpu_run_does(results_dir, monkeypatch):
+    def measured(experiment, point, *args, **kwargs):  # no GPU here: the runner's own steps are under test
+        return {"device": point.device, "variant": point.variant, "params": point.params, "status": "ok",
+                "unit": "product", "per_call": 1, "samples": [1e-3], "median": 1e-3}
+    monkeypatch.setattr(runner, "measure_point", measured)
+    exp = experiments.get("matmul")
+    config = exp.config("smoke", {"sizes": (16,)})
+    taken = {}
+    for device_names in (["cuda:0"], ["cpu"]):
+        writer = RecordWriter("matmul", "smoke", config, device_names, results_dir=results_dir)
+        assert runner.run(exp, config, device_names, writer) == "complete"
+        taken[device_names[0]] = writer.record["standin"]
+    assert taken["cuda:0"] == []
+    assert {e["variant"] for e in taken["cpu"]} == {p.variant for p in exp.points(config, "cuda:0")}
