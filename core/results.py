@@ -283,10 +283,22 @@ def _listing(folder: Path) -> list[os.DirEntry]:
         return []
 
 
+def standins_cut(taken: int) -> str:
+    """What a complete run says when it stopped in its stand-in censuses, after its last point."""
+    return f"stopped during the stand-in censuses, after every point was measured ({taken} taken)"
+
+
+def _measured_in_full(record: dict) -> bool:
+    rows = record["rows"]
+    return bool(record.get("planned_points")) and len(rows) >= record["planned_points"] and any(
+        row.get("status", "ok") == "ok" for row in rows)
+
+
 def load_records(results_dir: Path = None) -> list[dict]:
     """Every readable record; anything else where records are kept is skipped with a warning naming it
     and why (see the module's docstring). A record still marked running that no live run holds was
-    interrupted: it reads as partial."""
+    interrupted: it reads as partial. One stopped (interrupted or cancelled) after its last point, in its
+    stand-in censuses, reads as complete, saying so: the stand-ins feed predictions, not measurements."""
     folder = results_dir or settings.results_dir()
     active = {}  # machine folder -> the run id its lock holds (each machine of a shared folder has its own)
     records = []
@@ -301,6 +313,8 @@ def load_records(results_dir: Path = None) -> list[dict]:
             active[machine] = (runlock.holder(folder, machine) or {}).get("run_id")
         if record["status"] == "running" and record["run_id"] != active[machine]:
             record["status"] = "partial"
+        if record["status"] in ("partial", "cancelled") and _measured_in_full(record):
+            record.update(status="complete", error=standins_cut(len(record.get("standin") or [])))
         records.append(record)
     return records
 

@@ -9,7 +9,7 @@ from typing import Callable
 
 import torch
 
-from core import breakdown, census, devices, settings, standin, timing
+from core import breakdown, census, devices, results, settings, standin, timing
 from core.experiments.base import Experiment, Point, RunState, SkipPoint
 from core.results import RecordWriter
 
@@ -77,7 +77,8 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
         starting: Callable[[int, int, Point], None] = None) -> str:
     """Measure every point on every device, writing the record after each, then, unless every device is a
     GPU, take the stand-in census of every point a GPU would run (core.standin: what the cost model predicts
-    a GPU from, on any machine); returns the final status. SIGTERM cancels: the finished points stay in the record. `starting` hears of
+    a GPU from, on any machine); returns the final status. A cancel among the stand-ins leaves the run
+    complete, with a note of how many were taken. SIGTERM cancels: the finished points stay in the record. `starting` hears of
     each point before it is measured, `progress` after (with its row), `standin_progress` of each census."""
     settings.require_writable("runs")
     points = experiment.plan(config, device_names)
@@ -95,11 +96,12 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
             state.rows.append(row)
             if progress:
                 progress(i, len(points), point, row)
+        cut = None
         if not all(map(devices.is_accelerator, device_names)):  # GPUs alone: their rows hold the real censuses
-            _standins(experiment, config, writer, standin_progress)
+            cut = _standins(experiment, config, writer, standin_progress)
         ok = any(r["status"] == "ok" for r in writer.record["rows"])
         status = "complete" if ok else "failed"
-        writer.finish(status, None if ok else "no point could be measured")
+        writer.finish(status, cut if ok else "no point could be measured")
     except (Cancelled, KeyboardInterrupt):
         status = "cancelled"
         writer.finish(status, "cancelled by the user")
@@ -113,13 +115,19 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
 
 
 def _standins(experiment: Experiment, config: dict, writer: RecordWriter,
-              progress: Callable[[int, int, Point, dict], None] = None) -> None:
+              progress: Callable[[int, int, Point, dict], None] = None) -> str | None:
+    """Take the stand-in censuses; a cancel among them keeps those taken and says so (returned): every point
+    is measured by then, and the stand-ins only feed predictions."""
     planned = standin.points(experiment, config)
-    for i, point in enumerate(planned, 1):
-        entry = standin.entry(experiment, point, config)
-        writer.add_standin(entry)
-        if progress:
-            progress(i, len(planned), point, entry)
+    try:
+        for i, point in enumerate(planned, 1):
+            entry = standin.entry(experiment, point, config)
+            writer.add_standin(entry)
+            if progress:
+                progress(i, len(planned), point, entry)
+    except (Cancelled, KeyboardInterrupt):
+        return results.standins_cut(len(writer.record["standin"]))
+    return None
 
 
 def _slug(text: str) -> str:

@@ -87,3 +87,32 @@ def test_a_run_on_gpus_alone_takes_no_stand_in_census_and_a_cpu_run_does(results
         taken[device_names[0]] = writer.record["standin"]
     assert taken["cuda:0"] == []
     assert {e["variant"] for e in taken["cpu"]} == {p.variant for p in exp.points(config, "cuda:0")}
+
+
+def test_a_cancel_among_the_stand_ins_leaves_the_run_complete_with_those_taken(results_dir, monkeypatch):
+    from core import standin
+    taken = []
+    real_entry = standin.entry
+
+    def cancel_the_second(experiment, point, config):
+        if taken:
+            raise runner.Cancelled()
+        taken.append(point)
+        return real_entry(experiment, point, config)
+    monkeypatch.setattr(standin, "entry", cancel_the_second)
+    writer = _run("matmul", results_dir, sizes=(16,))
+    record = writer.record
+    assert record["status"] == "complete" and len(record["standin"]) == 1
+    assert record["error"] == results.standins_cut(1)
+    assert len(record["rows"]) == record["planned_points"]
+
+
+def test_a_run_stopped_after_its_last_point_reads_as_complete_and_one_stopped_before_does_not(results_dir):
+    writer = _run("matmul", results_dir, sizes=(16,))
+    record = dict(writer.record, standin=writer.record["standin"][:2])
+    for status in ("cancelled", "partial"):
+        results.write_atomic(writer.path, dict(record, status=status, error="cancelled by the user"))
+        loaded = results.load_records(results_dir)[0]
+        assert (loaded["status"], loaded["error"]) == ("complete", results.standins_cut(2))
+    results.write_atomic(writer.path, dict(record, status="cancelled", rows=record["rows"][:-1]))
+    assert results.load_records(results_dir)[0]["status"] == "cancelled"
