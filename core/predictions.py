@@ -156,11 +156,13 @@ def accuracy(records: list[dict], latest_only: bool = True,
     target_for = target_for or (lambda record, device: _own_target(record["machine_id"], device))
     targets: dict[tuple[str, str], hardware.Target | None] = {}
     flat = []
-    for record in _latest(records) if latest_only else records:
+    for record, counted in _latest(records) if latest_only else ((r, None) for r in records):
         meta = results.record_summary(record)
         for row in record["rows"]:
             census = row.get("census") or {}
             if row.get("status", "ok") != "ok" or "stretches" not in census or not row.get("median"):
+                continue
+            if counted is not None and row["device"] not in counted:
                 continue
             key = (record["machine_id"], row["device"])
             if key not in targets:
@@ -265,12 +267,18 @@ def repeatability_text(frame: pd.DataFrame) -> str:
             f"{len(frame)} points (worst {worst:.2f}x apart)")
 
 
-def _latest(records: list[dict]) -> list[dict]:
+def _latest(records: list[dict]) -> list[tuple[dict, set[str]]]:
+    """Each machine's latest complete run per experiment, preset and device, with the devices it is the latest
+    for: a run of the CPU alone after one of the GPU alone leaves the GPU's points counted."""
     chosen = {}
     for record in sorted(records, key=lambda r: r.get("started") or ""):
         if record["status"] == "complete":
-            chosen[(record["machine_id"], record["experiment"], record.get("preset"))] = record
-    return list(chosen.values())
+            for device in record.get("devices") or ():
+                chosen[(record["machine_id"], record["experiment"], record.get("preset"), device)] = record
+    counted: dict[str, tuple[dict, set[str]]] = {}
+    for (*_, device), record in chosen.items():
+        counted.setdefault(record["run_id"], (record, set()))[1].add(device)
+    return list(counted.values())
 
 
 def _own_target(machine_id: str, device: str) -> hardware.Target | None:

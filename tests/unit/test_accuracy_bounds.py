@@ -53,7 +53,7 @@ def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_
 
 
 def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(shipped_results, capsys):
-    records = copy.deepcopy(predictions._latest(results.load_records(shipped_results)))
+    records = [record for record, _ in copy.deepcopy(predictions._latest(results.load_records(shipped_results)))]
     rows = [row for record in records for row in record["rows"] if (row.get("census") or {}).get("stretches")]
     for row in rows:
         row["cold"] = False
@@ -78,7 +78,9 @@ def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_resu
     assert predictions.quick_profile_text("no-such-machine", "cpu") == ""
     assert main(["predict", "--accuracy"]) == 0
     out = capsys.readouterr().out
-    assert out.count("Its profile is a quick calibration") == 2  # the H200 machine's CPU and its GPU, each checked
+    # the two H200 machines' quick profiles (the second is the first's kind of machine, with its CPU's signature):
+    # each one's CPU and GPU, each checked
+    assert out.count("Its profile is a quick calibration") == 4
     assert "NVIDIA H200 cuda:0: checked against" in out
 
 
@@ -86,16 +88,19 @@ def test_the_catalogue_predicts_a_measured_gpu_it_lists_driven_by_that_machines_
     records = results.load_records(shipped_results)
     checked = predictions.catalogue_accuracy(records)
     assert set(checked["device_name"]) == {"NVIDIA H200"} and set(checked["device"]) == {"cuda:0"}
-    assert set(checked["hardware"]) == {"H200 driven by Intel(R) Xeon(R) Processor (intel-r-xeon-r-processor-6c664674)"}
+    assert set(checked["hardware"]) == {f"H200 driven by Intel(R) Xeon(R) Processor (intel-r-xeon-r-processor-{m})"
+                                        for m in ("6c664674", "8e260d9d")}
     own = predictions.accuracy(records)
     both = checked.merge(own, on=["run_id", "device", "variant", "point"], suffixes=("", "_own"))
     assert len(both) == len(checked) and (both["measured_s"] == both["measured_s_own"]).all()
     assert (both["predicted_s"] != both["predicted_s_own"]).any()  # the catalogue's figures, not the calibrated ones
-    found = predictions.catalogue_summary(checked).iloc[0]
-    assert found["points"] == len(checked) and 0 <= found["share_within"] <= found["share_within_2x"] <= 1
+    summary = predictions.catalogue_summary(checked)
+    assert summary["points"].sum() == len(checked)
+    assert ((0 <= summary["share_within"]) & (summary["share_within"] <= summary["share_within_2x"])).all()
     assert main(["predict", "--accuracy"]) == 0
-    assert f"The catalogue's H200 driven by Intel(R) Xeon(R) Processor (intel-r-xeon-r-processor-6c664674), against " \
-           f"that machine's measured GPU: {len(checked)} points" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    for hardware, part in checked.groupby("hardware"):
+        assert f"The catalogue's {hardware}, against that machine's measured GPU: {len(part)} points" in out
 
 
 @pytest.mark.parametrize("name", ["NVIDIA Unlisted 9000", "Intel Core i9-12900KF"])  # unknown; a catalogue CPU's name
@@ -105,3 +110,17 @@ def test_a_gpu_the_catalogue_does_not_list_is_not_checked_against_it(shipped_res
         for gpu in record["fingerprint"]["gpus"]:
             gpu["name"] = name
     assert predictions.catalogue_accuracy(records).empty
+
+
+def test_a_cpu_run_after_a_gpu_run_of_the_same_preset_leaves_the_gpus_points_checked(shipped_results):
+    """The H200 machine ran cnn on its GPU alone, then on its CPU alone: each is the latest for its device."""
+    machine = "intel-r-xeon-r-processor-8e260d9d"
+    runs = [r for r in results.load_records(shipped_results) if r["machine_id"] == machine and r["experiment"] == "cnn"]
+    assert sorted(tuple(r["devices"]) for r in runs) == [("cpu",), ("cuda:0",)]
+    checked = predictions.accuracy(runs)
+    assert set(checked["device"]) == {"cpu", "cuda:0"}
+    assert checked.groupby("device")["run_id"].nunique().tolist() == [1, 1]
+    newer = max(runs, key=lambda r: r["started"])
+    again = copy.deepcopy(newer) | {"run_id": "again", "started": "2099-01-01T00:00:00+00:00"}
+    assert set(predictions.accuracy([*runs, again])["run_id"]) == {"again", *(r["run_id"] for r in runs)} - {
+        newer["run_id"]}  # a later run of the same device replaces it
