@@ -473,6 +473,8 @@ class Census(TorchDispatchMode):
     def __enter__(self):
         _warm_up()
         self._module_hook = torch.nn.modules.module.register_module_forward_pre_hook(self._module_called)
+        self._counting_graphs = graphs.counted()  # a CUDA graph's replay dispatches nothing to count
+        self._counting_graphs.__enter__()
         self._calls.__enter__()
         return super().__enter__()
 
@@ -480,6 +482,7 @@ class Census(TorchDispatchMode):
         self._module_hook.remove()
         out = super().__exit__(*exc)
         self._calls.__exit__(*exc)
+        self._counting_graphs.__exit__(*exc)
         return out
 
     def _module_called(self, module, args) -> None:

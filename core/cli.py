@@ -308,6 +308,8 @@ def _print_accuracy(as_json: bool) -> int:
             print(f"  {unmeasured}")
         if quick := predictions.quick_profile_text(machine_id, device):
             print(f"  {quick}")
+        if blind := predictions.graph_blind_text(records, machine_id, device):
+            print(f"  {blind}")
         repeated = predictions.repeatability_text(repeats[(repeats["machine_id"] == machine_id)
                                                           & (repeats["device"] == device)])
         if repeated:

@@ -7,7 +7,9 @@ capture runs inside torch.cuda.device(dev) on a side stream made for that device
 
 On the stand-in (`devices.STAND_IN`, which builds a GPU's workload on the meta device) nothing is captured:
 the step runs eagerly inside a `record_function(REPLAY_RANGE)` range, which the census counts as one
-replay whose operations are the graph's nodes."""
+replay whose operations are the graph's nodes. A CUDA graph's replay dispatches no operation for a census
+to see, so while one counts (`counted`) a replay runs its step the stand-in's way too."""
+from contextlib import contextmanager
 from typing import Callable, Iterable
 
 import torch
@@ -16,6 +18,7 @@ from core import devices
 
 WARMUP_STEPS = 3  # eager steps on a side stream before capture, as the CUDA graphs notes require
 REPLAY_RANGE = "crossover.graph_replay"  # the record_function range of a replay on the stand-in
+_counting = False  # a census is counting (counted): replays run their step eagerly in REPLAY_RANGE
 
 
 class GraphCaptureError(RuntimeError):
@@ -56,17 +59,35 @@ def capture(step: Callable[[], object], device: str, watched: Iterable[torch.Ten
         with torch.cuda.device(dev):
             _warm_up(step, dev, warmup_steps)
             graph = _record(step, dev)
-
-        def replay() -> None:
-            with torch.cuda.device(dev):
-                graph.replay()
-
+        replay = replayer(graph, step, dev)
         _check_replay(replay, watched, device)
     except RuntimeError as e:
         if isinstance(e, GraphCaptureError) or devices.is_out_of_memory(e):
             raise
         raise GraphCaptureError(f"capture on {device} failed: {type(e).__name__}: {e}") from e
     return replay
+
+
+def replayer(graph: torch.cuda.CUDAGraph, step: Callable[[], object], dev: torch.device) -> Callable[[], None]:
+    """The replay of `graph`, captured from `step` on `dev`: while a census counts, `step` itself run the
+    stand-in's way, so that the census sees the graph's nodes."""
+    counted_step = stand_in_replay(step)
+
+    def replay() -> None:
+        with torch.cuda.device(dev):
+            counted_step() if _counting else graph.replay()
+    return replay
+
+
+@contextmanager
+def counted():
+    """While a census counts: every replay runs its step eagerly inside REPLAY_RANGE."""
+    global _counting
+    before, _counting = _counting, True
+    try:
+        yield
+    finally:
+        _counting = before
 
 
 def _warm_up(step: Callable[[], object], dev: torch.device, steps: int) -> None:
@@ -116,7 +137,8 @@ def replay_or_eager(step: Callable[[], object], device: str, watched: Iterable[t
 
 
 def stand_in_replay(step: Callable[[], object]) -> Callable[[], None]:
-    """`step` run eagerly inside the replay range: what the census counts as one replay of its graph."""
+    """`step` run eagerly inside the replay range: what the census counts as one replay of its graph (on the
+    stand-in, and on CUDA while a census counts)."""
     def replay() -> None:
         with torch.profiler.record_function(REPLAY_RANGE):
             step()

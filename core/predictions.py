@@ -162,7 +162,7 @@ def accuracy(records: list[dict], latest_only: bool = True,
             census = row.get("census") or {}
             if row.get("status", "ok") != "ok" or "stretches" not in census or not row.get("median"):
                 continue
-            if counted is not None and row["device"] not in counted:
+            if counted is not None and row["device"] not in counted or graph_blind(row):
                 continue
             key = (record["machine_id"], row["device"])
             if key not in targets:
@@ -186,6 +186,23 @@ def accuracy(records: list[dict], latest_only: bool = True,
                          "within": within(ratio),
                          "host_share": host_share, "bound": bound(host_share), "hardware": target.title})
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
+
+
+def graph_blind(row: dict) -> bool:
+    """A CUDA graph's replays ran in the row's samples, but its census saw none: one taken on a GPU before the
+    census counted a replay's operations there (ce96a56 and older), which leaves out the graph's work."""
+    return (devices.kind(row["device"]) == "cuda" and (row.get("metrics") or {}).get("cuda_graph") is True
+            and not (row.get("census") or {}).get("graph_replays"))
+
+
+def graph_blind_text(records: list[dict], machine_id: str, device: str) -> str:
+    """'' or a sentence saying how many of the device's latest points accuracy() leaves out as graph_blind."""
+    blind = sum(graph_blind(row) for record, counted in _latest(records) if record["machine_id"] == machine_id
+                for row in record["rows"] if row["device"] == device and device in counted)
+    if not blind:
+        return ""
+    return (f"{blind} of its points are left out: each replayed a CUDA graph, and its census, taken before the census "
+            f"counted a replay's operations on a GPU, saw none of the graph's work; a run of this version counts it.")
 
 
 def catalogue_accuracy(records: list[dict]) -> pd.DataFrame:

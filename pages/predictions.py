@@ -88,6 +88,8 @@ for machine_id in dict.fromkeys([*sorted(calibrated, key=lambda m: m != here), *
         _checked(on_device)
         if unmeasured := predictions.unmeasured_text(machine_id, device):
             st.caption(unmeasured)
+        if blind := predictions.graph_blind_text(records, machine_id, device):
+            st.caption(blind)
     repeated = predictions.repeatability_text(repeats[repeats["machine_id"] == machine_id])
     if repeated:
         st.caption(f"How far its own measurements repeat: {repeated}, of every point it measured twice, with a census or "

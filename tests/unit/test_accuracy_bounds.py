@@ -124,3 +124,21 @@ def test_a_cpu_run_after_a_gpu_run_of_the_same_preset_leaves_the_gpus_points_che
     again = copy.deepcopy(newer) | {"run_id": "again", "started": "2099-01-01T00:00:00+00:00"}
     assert set(predictions.accuracy([*runs, again])["run_id"]) == {"again", *(r["run_id"] for r in runs)} - {
         newer["run_id"]}  # a later run of the same device replaces it
+
+
+def test_a_gpu_point_whose_census_saw_none_of_its_cuda_graph_is_left_out_and_counted_in_a_note(shipped_results, capsys):
+    machine = "intel-r-xeon-r-processor-8e260d9d"  # its tuned runs replayed graphs before the census could count them
+    records = copy.deepcopy(results.load_records(shipped_results))
+    checked = predictions.accuracy(records)
+    on_gpu = checked[(checked["machine_id"] == machine) & (checked["device"] == "cuda:0")]
+    assert not on_gpu.empty and (on_gpu["variant"] != "tuned").all()
+    text = predictions.graph_blind_text(records, machine, "cuda:0")
+    assert text.startswith("12 of its points are left out: each replayed a CUDA graph")
+    assert predictions.graph_blind_text(records, machine, "cpu") == ""
+    iris = next(r for r in records if r["machine_id"] == machine and r["experiment"] == "iris")
+    tuned = next(row for row in iris["rows"] if row["variant"] == "tuned")
+    tuned["census"]["graph_replays"] = 1  # as this version's census counts a replay
+    assert "tuned" in set(predictions.accuracy(records).query("machine_id == @machine")["variant"])
+    assert predictions.graph_blind_text(records, machine, "cuda:0").startswith("11 of its points")
+    assert main(["predict", "--accuracy"]) == 0
+    assert text in capsys.readouterr().out

@@ -1,3 +1,4 @@
+import contextlib
 import json
 import sys
 
@@ -402,3 +403,33 @@ def test_meta_outputs_reused_from_the_cache_have_the_kernels_metadata():
     for got, want in zip(flat, [expected[0], expected[1], *expected[2]]):
         assert (got.shape, got.stride(), got.dtype, got.device.type) == (want.shape, want.stride(), want.dtype, "meta")
     assert type(found[2]) is type(expected[2])
+
+
+class RecordedGraph:
+    """What the census sees of a captured CUDA graph: replay() runs its kernels and dispatches no operation."""
+    def __init__(self):
+        self.replays = 0
+
+    def replay(self):
+        self.replays += 1
+
+
+def test_a_cuda_graphs_replay_is_counted_with_its_steps_operations_while_a_census_counts(monkeypatch):
+    monkeypatch.setattr(graphs.torch.cuda, "device", lambda dev: contextlib.nullcontext())  # no GPU here
+    model = nn.Linear(4, 3)
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.ones(8, 4)
+
+    def step():
+        optimiser.zero_grad(set_to_none=False)
+        model(x).sum().backward()
+        optimiser.step()
+    graph = RecordedGraph()
+    replay = graphs.replayer(graph, step, torch.device("cuda:0"))
+    replay()
+    assert graph.replays == 1  # outside a census: the graph itself
+    found = census.of(lambda: [replay() for _ in range(2)]).summary()
+    assert graph.replays == 1 and found["graph_replays"] == 2
+    assert {o["phase"] for o in found["ops"]} == {"graph"} and _op(found, "aten.addmm")["calls"] == 2
+    replay()
+    assert graph.replays == 2  # the census over: the graph again

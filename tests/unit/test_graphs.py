@@ -94,3 +94,15 @@ def test_a_graph_on_the_stand_in_is_the_eager_step_in_the_replay_range():
     assert calls == [1] and graphs.REPLAY_RANGE in {e.name for e in profile.function_events}
     step = calls.clear
     assert graphs.replay_or_eager(step, "meta", [], enabled=False) == (step, None)
+
+
+@needs_cuda
+@pytest.mark.parametrize("device", CUDA_DEVICES)
+def test_a_census_counts_a_captured_graphs_step_as_one_replay_of_its_operations(device):
+    from core import census
+    model, step = sgd_step(device)
+    replay = graphs.capture(step, device, model.parameters())
+    found = census.of(replay, device).summary()
+    assert found["graph_replays"] == 1
+    assert {o["phase"] for o in found["ops"]} == {"graph"}
+    assert any(o["op"] == "aten.addmm" and o["where"] == "cuda" for o in found["ops"])
