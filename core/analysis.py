@@ -130,9 +130,10 @@ class Claim:
 
 def evaluate(claim: Claim, rows: pd.DataFrame, published: pd.DataFrame, predicted: pd.DataFrame = None,
              accuracy: str = "") -> Verdict:
-    """The claim checked on the measured rows. Where that needs a GPU and `predicted` holds predicted GPU
-    rows (core.predictions), the same check on the measured rows with them gives the verdict's
-    `prediction`, with `accuracy` (the model's own, where it was checked) quoted."""
+    """The claim checked on the measured rows. Where they cannot tell (no GPU measured, or none beside its
+    machine's CPU) and `predicted` holds predicted GPU rows (core.predictions), the same check on the measured
+    rows with them gives the verdict's `prediction`, with `accuracy` (the model's own, where it was checked)
+    quoted."""
     figures = referenced(claim, published)
     stated, short = published_text(figures), published_short(figures)
     if ok(rows).empty:
@@ -141,8 +142,7 @@ def evaluate(claim: Claim, rows: pd.DataFrame, published: pd.DataFrame, predicte
     try:
         found = claim.check(rows, figures)
     except NoFinding as missing:
-        guess, leaning = (_predicted_answer(claim, rows, predicted, figures, accuracy) if missing.outcome == NEEDS_GPU
-                          else ("", ""))
+        guess, leaning = _predicted_answer(claim, rows, predicted, figures, accuracy)  # what the model says instead
         return Verdict(claim.text, missing.outcome, _join(str(missing), stated), prediction=guess, published=short,
                        finding=str(missing), leaning=leaning)
     if found.estimated:

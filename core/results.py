@@ -326,7 +326,7 @@ def record_summary(record: dict) -> dict:
             "machine": devices.label(record["fingerprint"]), "started": record.get("started"),
             "ended": record.get("ended"), "points": len(record["rows"]),
             "planned_points": record.get("planned_points"), "config_id": config_id(record.get("config", {})),
-            "code_version": code.get("commit") or code.get("package")}
+            "code_version": code.get("commit") or code.get("package"), "devices": list(record.get("devices") or [])}
 
 
 def config_id(config: dict) -> str:

@@ -23,10 +23,16 @@ def runs_of(frame: pd.DataFrame) -> pd.DataFrame:
 
 def default_runs(frame: pd.DataFrame) -> list[str]:
     """The run ids shown unless a reader picks others: the latest complete run of each preset on each
-    machine, ordered by machine, then preset (smoke, quick, paper, any other)."""
+    machine, for each device it measured (two runs where the CPU and the GPU ran apart), ordered by machine,
+    then preset (smoke, quick, paper, any other)."""
+    if frame.empty:
+        return []
+    complete = frame[frame["status"] == "complete"].sort_values("started", kind="stable")
+    if "device" not in complete:  # one row per run (results.runs_frame): each of the devices it measured
+        complete = complete.assign(device=complete["devices"]).explode("device")
+    chosen = set(complete.drop_duplicates(["machine_id", "preset", "device"], keep="last")["run_id"])
     runs = runs_of(frame)
-    complete = runs[runs["status"] == "complete"]
-    latest = complete.sort_values("started", kind="stable").drop_duplicates(["machine_id", "preset"], keep="last")
+    latest = runs[runs["run_id"].isin(chosen)]
     ranked = latest.assign(rank=latest["preset"].map(lambda p: PRESETS.index(p) if p in PRESETS else len(PRESETS)))
     return ranked.sort_values(["machine", "rank"], kind="stable")["run_id"].tolist()
 

@@ -25,8 +25,9 @@ def shown_rows(name: str, rows: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     picker, reset = st.columns([6, 1], vertical_alignment="bottom")
     picked = picker.multiselect("Runs shown", list(labels), format_func=labels.get, key=widget_key,
                                 on_change=_remember, args=(name,), placeholder="Pick the runs to show", wrap=True,
-                                help="By default the latest complete run of each preset on each machine, one "
-                                     "series per run. Type a machine, a preset or a date to filter.")
+                                help="By default the latest complete run of each preset on each machine (of each "
+                                     "device, where its CPU and GPU ran apart), one series per run. Type a machine, "
+                                     "a preset or a date to filter.")
     if chosen is not None:
         reset.button("Default runs", on_click=_forget, args=(name,), key=f"crossover-runs-reset-{name}")
     st.caption(runs.shown_text(rows, picked) if picked or default else NONE_COMPLETE)

@@ -54,8 +54,8 @@ def _verdicts(found: list[Verdict], rows: pd.DataFrame) -> None:
     gpu_note = ("" if devices.available() != ["cpu"] else
                 f" No GPU on {host}: runs here time the CPU only; the GPU results come from other machines' records."
                 if on_gpu else f" No GPU on {host}: the claims about a GPU wait for records from a GPU machine.")
-    st.caption("Verdicts rest on the latest complete run of each preset on each machine, whichever runs the "
-               f"charts show.{gpu_note}")
+    st.caption("Verdicts rest on the latest complete run of each preset on each machine (of each device, where its "
+               f"CPU and GPU ran apart), whichever runs the charts show.{gpu_note}")
     with st.expander("Each verdict in full"):
         for v in found:
             st.markdown(f"{_mark(v.outcome)} **{v.outcome}**{rests_on(v)}: {v.claim}  \n{v.evidence}")

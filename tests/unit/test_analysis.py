@@ -142,6 +142,18 @@ def test_a_verdict_that_needs_a_gpu_gives_the_predicted_answer_said_as_such():
     assert evaluate(claim, measured, pd.DataFrame()).prediction == ""
 
 
+def test_a_gpu_measured_without_its_machines_cpu_leaves_no_pair_and_the_predicted_answer_beside():
+    def gpu_faster(rows, figures):
+        found = analysis.require(analysis.speedups(rows), rows)
+        return Finding(bool((found["speedup"] > 1).all()), f"speedup {found['speedup'].median():.1f}x")
+    measured = frame(point("cpu", 4.0), point("cuda:0", 1.0, machine_id="m2", machine="m2"))  # the GPU ran elsewhere
+    predicted = frame(point("meta", 8.0)).assign(hardware="T4", provenance="predicted")
+    verdict = evaluate(Claim("the GPU is faster", gpu_faster), measured, pd.DataFrame(), predicted)
+    assert verdict.outcome == NO_DATA and "on both its CPU and a GPU" in verdict.finding
+    assert verdict.prediction.startswith("Predicted on T4 (a model, not a measurement): the claim would not be")
+    assert verdict.leaning == NOT_REPRODUCED
+
+
 def test_a_prediction_never_answers_what_a_gpu_measured_or_a_check_it_cannot_feed():
     def needs_a_loss(rows, figures):
         analysis.require(analysis.pair(rows, ("final_loss",)), rows)

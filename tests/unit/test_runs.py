@@ -27,6 +27,15 @@ def test_the_default_is_the_latest_complete_run_of_each_preset_on_each_machine()
     assert runs.default_runs(pd.DataFrame()) == []
 
 
+def test_a_machine_whose_cpu_and_gpu_ran_apart_shows_the_latest_run_of_each_device():
+    both = frame(("gpu-alone", "m2", "quick", "complete", 1), ("cpu-alone", "m2", "quick", "complete", 2))
+    both.loc[both["run_id"] == "gpu-alone", "device"] = "cuda:0"
+    assert sorted(runs.default_runs(both)) == ["cpu-alone", "gpu-alone"]
+    later = frame(("both-again", "m2", "quick", "complete", 3))
+    later.loc[later.index[0], "device"] = "cuda:0"  # one row on each device
+    assert runs.default_runs(pd.concat([both, later], ignore_index=True)) == ["both-again"]
+
+
 def test_select_keeps_the_rows_of_the_runs_picked():
     assert set(runs.select(RUNS, ["smoke", "cancelled"])["run_id"]) == {"smoke", "cancelled"}
     assert len(runs.select(RUNS, ["smoke"])) == 2
