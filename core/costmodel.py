@@ -302,7 +302,7 @@ def _conv_rate(flops: float, weight: list[int] | None, device) -> float:
     """A convolution call's FLOP/s: conv_flops at its FLOPs; on a host that timed one-channel convolutions
     (conv_one_channel_flops) of its rank, between the two in the logarithms of its weight's input channels, from
     the one-channel rate at 1 to conv_flops' at the 16 of its probes and beyond."""
-    rate = device.value("conv_flops", flops=flops)
+    rate = _conv_flops(flops, device)
     if weight is None or ONE_CHANNEL not in device.figures:  # a GPU's, a host's without it, or not a known conv
         return rate
     few = conv_probes.rates_by_rank(device.value(ONE_CHANNEL)).get(len(weight))
@@ -310,6 +310,19 @@ def _conv_rate(flops: float, weight: list[int] | None, device) -> float:
         return rate
     many = conv_probes.channel_share(weight[1])
     return math.exp((1 - many) * math.log(loglog(few, flops)) + many * math.log(rate))
+
+
+def _conv_flops(flops: float, device) -> float:
+    """conv_flops at `flops`; beyond its largest probe, at least the rate of that probe's time plus the further
+    FLOPs at matmul_flops' rate for `flops`: a quick calibration's probes, and a GPU's, stop while a convolution is
+    still mostly its fixed part, which holding the last probe's rate would carry to any size."""
+    rate = device.value("conv_flops", flops=flops)
+    figure = device.figures["conv_flops"]
+    if not getattr(figure, "sized", False) or flops <= figure.value[-1][0]:
+        return rate
+    last, last_rate = figure.value[-1]
+    seconds = last / last_rate + (flops - last) / device.value("matmul_flops", flops=flops)
+    return max(rate, flops / seconds)
 
 
 def _conv_weight(op: dict) -> list[int] | None:

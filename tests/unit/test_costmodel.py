@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from core import hardware
 from core.costmodel import PARTS, PredictionError, crossover, per_unit, predict
 
 US = 1e-6
@@ -612,3 +613,25 @@ def test_a_census_the_model_cannot_read_is_refused_naming_why(bad, message):
         predict(bad, gpu())
     assert issubclass(PredictionError, ValueError)
 
+
+
+def test_a_convolution_beyond_the_largest_probe_adds_its_further_flops_at_the_matrix_product_rate():
+    # conv probes to 1e7 FLOPs (1e11 FLOP/s there: 100 us, mostly a GPU's fixed part); products at 1e13 FLOP/s
+    def sized(*points):
+        return hardware.Figure(tuple(points), None, False, "")
+    figures = {name: hardware.Figure(value, None, False, "") for name, value in GPU_FIGURES.items()}
+    device = hardware.Device("gpu", "test GPU", "gpu", "calibrated", figures | {
+        "conv_flops": sized((1e5, 1e9), (1e7, 1e11)), "matmul_flops": sized((1e6, 1e11), (1e9, 1e13))})
+    host = Device("cpu", "test CPU", CPU_FIGURES)
+    def compute(flops):
+        conv = op("aten.convolution", formula=True, flops=flops)
+        return predict(census([conv], [stretch([(0, 1)])]), Target(host, device, "test")).parts["compute"]
+    assert compute(1e7) == pytest.approx(100 * US)  # at the largest probe: its rate
+    assert compute(1e10) == pytest.approx(100 * US + (1e10 - 1e7) / 1e13)  # 1.0999 ms, not 100 ms
+    # never slower than the last probe's rate held: a CPU whose products run slower than its convolutions
+    slow_products = hardware.Device("cpu", "test CPU", "cpu", "calibrated", {
+        name: hardware.Figure(value, None, False, "") for name, value in CPU_FIGURES.items()} | {
+        "conv_flops": sized((1e5, 1e9), (1e7, 1e11)), "matmul_flops": sized((1e6, 1e10), (1e9, 5e10))})
+    conv = op("aten.convolution", where="cpu", formula=True, flops=1e10)
+    found = predict(census([conv], [stretch([(0, 1)])], device="cpu"), Target(slow_products, None, "test"))
+    assert found.parts["compute"] == pytest.approx(1e10 / 1e11)
