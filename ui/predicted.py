@@ -224,8 +224,15 @@ def forecast(experiment: experiments.Experiment) -> Forecast:
 
 
 def accuracy_here() -> str:
+    """The model's check on this machine's CPU and, where a GPU measured anywhere, on those GPUs by bound: a
+    small workload's GPU prediction rests on its host-bound figures."""
     frame = data.accuracy()
-    return predictions.accuracy_text(frame[frame["machine_id"] == devices.fingerprint()["machine_id"]], "cpu")
+    here = predictions.accuracy_text(frame[frame["machine_id"] == devices.fingerprint()["machine_id"]], "cpu")
+    gpus = frame[frame["device"].map(devices.kind) == "cuda"] if len(frame) else frame
+    if gpus.empty:
+        return here
+    names = ", ".join(sorted(gpus["device_name"].dropna().unique()))
+    return f"{here}; against the GPUs that measured ({names}), by what bounds a point: {predictions.bound_text(gpus)}"
 
 
 def section(experiment: experiments.Experiment, records: list[dict], found: Forecast) -> None:

@@ -48,6 +48,7 @@ def test_the_experiment_page_draws_the_predicted_gpu_beside_the_measured_cpu(mad
     assert drawn and "measured on this machine's CPU" in drawn[0] and '"strokeDash"' in drawn[0]
     caption = " ".join(c.value for c in at.caption)
     assert "not measured" in caption and "The model on this machine: checked against" in caption
+    assert "against the GPUs that measured" not in caption  # no GPU point in this folder
     table = next(d.value for d in at.dataframe if "predicted GPU s/unit" in d.value.columns)
     resident = table[table["variant"] == "torch resident"]
     assert set(resident["point"]) == {"size=8", "size=32"}
@@ -232,3 +233,16 @@ def test_the_catalogue_entry_of_a_measured_gpu_is_checked_against_it_on_the_page
     expected = predictions.catalogue_summary(predictions.catalogue_accuracy(results.load_records()))
     assert table["hardware"].tolist() == expected["hardware"].tolist() and table["hardware"].str.startswith("H200").all()
     assert table["points"].tolist() == expected["points"].tolist()
+
+
+def test_a_predicted_gpu_quotes_the_models_check_against_the_gpus_that_measured(made, results_dir):
+    copy_in(made, results_dir)
+    gpu_host = "intel-r-xeon-r-processor-8e260d9d"  # the shipped H200 machine with iris and cnn runs on its GPU
+    shutil.copytree(settings.APP_ROOT / "results" / gpu_host, results_dir / gpu_host)
+    at = render("pages/matmul.py")
+    assert not at.exception
+    caption = " ".join(c.value for c in at.caption)
+    checked = predictions.accuracy(results.load_records())
+    on_gpu = predictions.bound_text(checked[checked["device"] == "cuda:0"])
+    assert on_gpu.startswith("host-bound")
+    assert f"against the GPUs that measured (NVIDIA H200), by what bounds a point: {on_gpu}" in caption
