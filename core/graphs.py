@@ -75,7 +75,10 @@ def replayer(graph: torch.cuda.CUDAGraph, step: Callable[[], object], dev: torch
 
     def replay() -> None:
         with torch.cuda.device(dev):
-            counted_step() if _counting else graph.replay()
+            if _counting:
+                counted_step()
+            else:
+                graph.replay()
     return replay
 
 

@@ -162,7 +162,7 @@ def accuracy(records: list[dict], latest_only: bool = True,
             census = row.get("census") or {}
             if row.get("status", "ok") != "ok" or "stretches" not in census or not row.get("median"):
                 continue
-            if counted is not None and row["device"] not in counted or graph_blind(row):
+            if (counted is not None and row["device"] not in counted) or graph_blind(row):
                 continue
             key = (record["machine_id"], row["device"])
             if key not in targets:

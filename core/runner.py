@@ -77,9 +77,9 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
         starting: Callable[[int, int, Point], None] = None) -> str:
     """Measure every point on every device, writing the record after each, then, unless every device is a
     GPU, take the stand-in census of every point a GPU would run (core.standin: what the cost model predicts
-    a GPU from, on any machine); returns the final status. A cancel among the stand-ins leaves the run
-    complete, with a note of how many were taken. SIGTERM cancels: the finished points stay in the record. `starting` hears of
-    each point before it is measured, `progress` after (with its row), `standin_progress` of each census."""
+    a GPU from, on any machine); returns the final status. SIGTERM cancels: the finished points stay in the
+    record (a cancel among the stand-ins leaves the run complete, saying how many were taken). `starting` hears
+    of each point before it is measured, `progress` after (with its row), `standin_progress` of each census."""
     settings.require_writable("runs")
     points = experiment.plan(config, device_names)
     state = RunState()
