@@ -283,9 +283,17 @@ def _listing(folder: Path) -> list[os.DirEntry]:
         return []
 
 
+STANDINS_CUT = "stopped during the stand-in censuses, after every point was measured"
+
+
 def standins_cut(taken: int) -> str:
     """What a complete run says when it stopped in its stand-in censuses, after its last point."""
-    return f"stopped during the stand-in censuses, after every point was measured ({taken} taken)"
+    return f"{STANDINS_CUT} ({taken} taken)"
+
+
+def has_every_standin(record: dict) -> bool:
+    """Whether a complete run took all its stand-in censuses (none when it measured GPUs alone)."""
+    return not (record.get("error") or "").startswith(STANDINS_CUT)
 
 
 def _measured_in_full(record: dict) -> bool:

@@ -93,10 +93,12 @@ def chosen_gpu(experiment: experiments.Experiment | None = None) -> str | None:
 
 # -- the comparison: one run's measured CPU points beside their predicted GPU points ----------------------
 def standin_runs(records: list[dict], experiment: str) -> list[dict]:
-    """The complete runs of `experiment` holding stand-in censuses, this machine's first, latest first."""
+    """The complete runs of `experiment` holding stand-in censuses, this machine's first, then those that took
+    them all, latest first."""
     here = devices.fingerprint()["machine_id"]
     found = [r for r in records if r["experiment"] == experiment and r["status"] == "complete" and r.get("standin")]
-    return sorted(found, key=lambda r: (r.get("machine_id") == here, r.get("started") or ""), reverse=True)
+    return sorted(found, key=lambda r: (r.get("machine_id") == here, results.has_every_standin(r),
+                                        r.get("started") or ""), reverse=True)
 
 
 def measured_cpu(record: dict) -> pd.DataFrame:

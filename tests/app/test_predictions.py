@@ -6,7 +6,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from core import calibrate, experiments, hardware, predictions, profiles, results, settings, writeups
+from core import calibrate, devices, experiments, hardware, predictions, profiles, results, settings, writeups
 from tests.helpers import render, smoke_record
 
 SECTION = "What a GPU would do (predicted)"
@@ -246,3 +246,17 @@ def test_a_predicted_gpu_quotes_the_models_check_against_the_gpus_that_measured(
     on_gpu = predictions.bound_text(checked[checked["device"] == "cuda:0"])
     assert on_gpu.startswith("host-bound")
     assert f"against the GPUs that measured (NVIDIA H200), by what bounds a point: {on_gpu}" in caption
+
+
+def test_the_predicted_section_prefers_a_run_that_took_every_stand_in_census(shipped_results):
+    """On a machine with no run of its own, the H200 machine's cnn CPU run is the latest, but it stopped in its
+    stand-in censuses (12 of 22): an earlier run that took them all serves first."""
+    from ui import predicted
+    records = [r for r in results.load_records(shipped_results) if r["experiment"] == "cnn"]
+    cut = next(r for r in records if r["machine_id"] == "intel-r-xeon-r-processor-8e260d9d" and r["standin"])
+    assert not results.has_every_standin(cut) and cut["error"] == results.standins_cut(12)
+    ordered = predicted.standin_runs(records, "cnn")
+    here = [r for r in ordered if r["machine_id"] == devices.fingerprint()["machine_id"]]
+    elsewhere = ordered[len(here):]
+    assert elsewhere[-1] is cut and all(results.has_every_standin(r) for r in elsewhere[:-1])
+    assert [r["started"] for r in elsewhere[:-1]] == sorted((r["started"] for r in elsewhere[:-1]), reverse=True)
