@@ -232,12 +232,20 @@ def paired_ratio(top: pd.DataFrame, bottom: pd.DataFrame, on: list[str]) -> pd.D
     """`ratio` = top's median time / bottom's, for the measured rows of one run that share `on` (a GPU point
     over its run's CPU point, a variant over its run's baseline), as a measured frame of bottom's rows:
     `lo`/`hi` bound the ratio by both IQRs (the slowest top over the fastest bottom and back), and the
-    quality of either side (noisy, a single sample) makes the ratio's point hollow."""
+    quality of either side (noisy, a single sample) makes the ratio's point hollow. A run that measured no
+    top row (its machine's GPU run apart from its CPU run) takes the latest top row of its machine and
+    configuration among those given."""
     timing = ["median_s", "iqr_s", "n", "noisy"]
-    top = ok(top).reindex(columns=["run_id", *on, *timing]).drop_duplicates(["run_id", *on])
+    top = ok(top).reindex(columns=["run_id", "machine_id", "config_id", "started", *on, *timing])
     bottom = ok(bottom)
     bottom = bottom.reindex(columns=[*bottom.columns, *(c for c in timing if c not in bottom)])
-    pairs = bottom.merge(top, on=["run_id", *on], suffixes=("", "_top"))
+    same_run = bottom.merge(top.drop(columns=["machine_id", "config_id", "started"]).drop_duplicates(["run_id", *on]),
+                            on=["run_id", *on], suffixes=("", "_top"))
+    apart = bottom[~bottom["run_id"].isin(top["run_id"])]
+    latest = top.sort_values("started", kind="stable").drop_duplicates(["machine_id", "config_id", *on], keep="last")
+    beside = apart.merge(latest.drop(columns=["run_id", "started"]), on=["machine_id", "config_id", *on],
+                         suffixes=("", "_top"))
+    pairs = pd.concat([same_run, beside], ignore_index=True) if len(beside) else same_run
     if pairs.empty:
         return with_look(pairs.assign(ratio=[], lo=[], hi=[], source="measured", quality="", spread="", run=""))
     half_top = (pairs["iqr_s_top"] / 2).fillna(0)

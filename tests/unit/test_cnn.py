@@ -393,3 +393,18 @@ def test_charts_show_gpu_and_published_series():
     dots = {(v["variant"] if v["source"] == "measured" else "published", v["batch_size"])
             for v in _chart_data(by_batch, "ratio")}
     assert {(AS_WRITTEN, 16), (TUNED, 512), ("published", 4096)} <= dots
+
+
+def test_a_gpu_run_apart_from_its_machines_cpu_run_has_its_speedups_drawn(shipped_results):
+    """The H200 machine ran cnn on its GPU alone, then on its CPU alone: each GPU point over the CPU run's point."""
+    machine = "intel-r-xeon-r-processor-8e260d9d"
+    rows = results.rows_frame(results.load_records(shipped_results), "cnn")
+    rows = rows[rows["machine_id"] == machine]
+    gpu_run = rows.loc[rows["device"] == "cuda:0", "run_id"].unique()
+    cpu_run = rows.loc[rows["device"] == "cpu", "run_id"].unique()
+    assert len(gpu_run) == len(cpu_run) == 1 and gpu_run[0] != cpu_run[0]
+    found = charts.speedups(rows)
+    assert len(found) and set(found["run_id"]) == set(gpu_run)
+    one = found.iloc[0]
+    cpu = rows[(rows["device"] == "cpu") & (rows["variant"] == one["variant"]) & (rows["point"] == one["point"])]
+    assert one["ratio"] == pytest.approx(cpu["median_s"].iloc[0] / one["median_s"])
