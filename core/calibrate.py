@@ -58,6 +58,7 @@ GEMM_REPEATS, GEMM_BLOCK_SHARE = 3, 0.1
 PROBE_RETRIES = 2  # measurements again of a probe with a figure outside its sane range
 RETRY_PAUSE_S = 2.0  # the wait before each: what stalls a probe (a process exiting, a burst of other work) passes
 BARE_OPS: dict[str, float] = {}  # per device, in the pass going on
+TRAINING_CALLS: dict[tuple[str, str], float] = {}  # a conv probe's training call's work seconds per (device, input)
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 
 
@@ -395,28 +396,34 @@ def conv_backward_share(device: str, effort: Effort) -> dict:
         for conv, (batch, *sizes) in itertools.product(layers[rank], inputs):
             shape = (batch, conv.in_channels, *sizes)
             x = torch.randn(shape, device=device, requires_grad=True)
+            key = "x".join(map(str, shape))
             forward = _work_seconds(lambda: conv(x), device, effort)
-            whole = _work_seconds(lambda: conv(x).sum().backward(), device, effort)
-            shares["x".join(map(str, shape))] = min(max(1 - forward / whole, 0.0), MAX_BACKWARD_SHARE)
+            whole = TRAINING_CALLS.get((device, key)) or _training_seconds(conv, x, device, effort)
+            shares[key] = min(max(1 - forward / whole, 0.0), MAX_BACKWARD_SHARE)
     return {"conv_backward_share": shares}
 
 
 def _conv_rates(conv: torch.nn.Module, inputs: list[tuple[int, ...]], device: str, effort: Effort) -> dict[str, float]:
-    """A convolution's training rate on each input, keyed by the input's shape ('8x16x256')."""
+    """A convolution's training rate (FLOP/s of a forward and backward) on each input, keyed by the input's shape
+    ('8x16x256'): its backward is slower per FLOP than its forward, and small ones far below the large ones' rate,
+    so the rate a training step sees is measured whole. Each call's seconds are kept for the pass (TRAINING_CALLS:
+    the backward's share divides by them)."""
     rates = {}
     for batch, *sizes in inputs:
         shape = (batch, conv.in_channels, *sizes)
         x = torch.randn(shape, device=device, requires_grad=True)
-        rates["x".join(map(str, shape))] = _training_flop_rate(lambda: conv(x).sum().backward(), device, effort)
+        with FlopCounterMode(display=False) as counter:
+            conv(x).sum().backward()
+        key = "x".join(map(str, shape))
+        rates[key] = counter.get_total_flops() / _training_seconds(conv, x, device, effort)
     return rates
 
 
-def _training_flop_rate(fn: Callable[[], object], device: str, effort: Effort) -> float:
-    """FLOP/s of a forward and backward `fn`: a convolution's backward is slower per FLOP than its forward,
-    and small ones far below the large ones' rate, so the rate a training step sees is measured whole."""
-    with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops() / _work_seconds(fn, device, effort)
+def _training_seconds(conv: torch.nn.Module, x: torch.Tensor, device: str, effort: Effort) -> float:
+    """The work seconds of one training call (forward and backward) of `conv` on `x`, kept for the pass."""
+    seconds = _work_seconds(lambda: conv(x).sum().backward(), device, effort)
+    TRAINING_CALLS[(device, "x".join(map(str, x.shape)))] = seconds
+    return seconds
 
 
 def elementwise_rate(device: str, effort: Effort) -> dict:
@@ -577,6 +584,7 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
               file=sys.stderr) as bar:
         for number, measured in enumerate(passes, 1):
             BARE_OPS.clear()
+            TRAINING_CALLS.clear()
             for device, probe in steps:
                 bar.set_postfix_str(f"pass {number}/{effort.passes}: {device} {probe.title}")
                 measured[device] |= _measure(probe, device, effort)

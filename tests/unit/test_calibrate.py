@@ -268,3 +268,19 @@ def test_the_cpu_seconds_read_grow_with_work():
     busy, own = calibrate._busy_cpu_seconds(), calibrate._own_cpu_seconds()
     sum(i * i for i in range(3_000_000))
     assert calibrate._own_cpu_seconds() > own and calibrate._busy_cpu_seconds() > busy
+
+
+def test_the_backward_share_divides_by_the_training_calls_the_rate_probes_timed_in_the_pass(monkeypatch):
+    calibrate.TRAINING_CALLS.clear()
+    calibrate.conv_rate("cpu", calibrate.QUICK)
+    calibrate.one_channel_conv_rate("cpu", calibrate.QUICK)
+    timed = {key: seconds for (device, key), seconds in calibrate.TRAINING_CALLS.items() if device == "cpu"}
+    retimed = []
+    monkeypatch.setattr(calibrate, "_training_seconds", lambda *args: retimed.append(args) or 1.0)
+    shares = calibrate.conv_backward_share("cpu", calibrate.QUICK)["conv_backward_share"]
+    assert set(shares) == set(timed) and retimed == []  # every whole call from the pass, none timed again
+    calibrate.TRAINING_CALLS.update({("cpu", key): 1e3 for key in timed})  # calls far longer than any forward
+    assert set(calibrate.conv_backward_share("cpu", calibrate.QUICK)["conv_backward_share"].values()) == {
+        calibrate.MAX_BACKWARD_SHARE}
+    calibrate.TRAINING_CALLS.clear()  # a probe run alone times its own
+    assert len(calibrate.conv_backward_share("cpu", calibrate.QUICK)["conv_backward_share"]) == len(retimed) == len(timed)
