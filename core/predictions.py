@@ -290,7 +290,7 @@ def _latest(records: list[dict]) -> list[tuple[dict, set[str]]]:
     chosen = {}
     for record in sorted(records, key=lambda r: r.get("started") or ""):
         if record["status"] == "complete":
-            for device in record.get("devices") or ():
+            for device in record.get("devices") or {row["device"] for row in record["rows"]}:  # optional in a record
                 chosen[(record["machine_id"], record["experiment"], record.get("preset"), device)] = record
     counted: dict[str, tuple[dict, set[str]]] = {}
     for (*_, device), record in chosen.items():

@@ -124,6 +124,8 @@ def test_a_cpu_run_after_a_gpu_run_of_the_same_preset_leaves_the_gpus_points_che
     again = copy.deepcopy(newer) | {"run_id": "again", "started": "2099-01-01T00:00:00+00:00"}
     assert set(predictions.accuracy([*runs, again])["run_id"]) == {"again", *(r["run_id"] for r in runs)} - {
         newer["run_id"]}  # a later run of the same device replaces it
+    unnamed = [{k: v for k, v in r.items() if k != "devices"} for r in runs]  # a record need not list its devices
+    assert predictions.accuracy(unnamed)[["run_id", "device"]].equals(checked[["run_id", "device"]])
 
 
 def test_a_gpu_point_whose_census_saw_none_of_its_cuda_graph_is_left_out_and_counted_in_a_note(shipped_results, capsys):
