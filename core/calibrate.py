@@ -396,7 +396,7 @@ def conv_backward_share(device: str, effort: Effort) -> dict:
         for conv, (batch, *sizes) in itertools.product(layers[rank], inputs):
             shape = (batch, conv.in_channels, *sizes)
             x = torch.randn(shape, device=device, requires_grad=True)
-            key = "x".join(map(str, shape))
+            key = conv_probes.input_key(shape)
             forward = _work_seconds(lambda: conv(x), device, effort)
             whole = TRAINING_CALLS.get((device, key)) or _training_seconds(conv, x, device, effort)
             shares[key] = min(max(1 - forward / whole, 0.0), MAX_BACKWARD_SHARE)
@@ -414,15 +414,14 @@ def _conv_rates(conv: torch.nn.Module, inputs: list[tuple[int, ...]], device: st
         x = torch.randn(shape, device=device, requires_grad=True)
         with FlopCounterMode(display=False) as counter:
             conv(x).sum().backward()
-        key = "x".join(map(str, shape))
-        rates[key] = counter.get_total_flops() / _training_seconds(conv, x, device, effort)
+        rates[conv_probes.input_key(shape)] = counter.get_total_flops() / _training_seconds(conv, x, device, effort)
     return rates
 
 
 def _training_seconds(conv: torch.nn.Module, x: torch.Tensor, device: str, effort: Effort) -> float:
     """The work seconds of one training call (forward and backward) of `conv` on `x`, kept for the pass."""
     seconds = _work_seconds(lambda: conv(x).sum().backward(), device, effort)
-    TRAINING_CALLS[(device, "x".join(map(str, x.shape)))] = seconds
+    TRAINING_CALLS[(device, conv_probes.input_key(x.shape))] = seconds
     return seconds
 
 

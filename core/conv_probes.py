@@ -36,6 +36,11 @@ def one_channel(rank: int, device: str) -> torch.nn.Module:
     return layer(ONE_CHANNEL[rank], device)
 
 
+def input_key(shape) -> str:
+    """A probe's input shape as its figures key it: '8x16x256'."""
+    return "x".join(map(str, shape))
+
+
 @lru_cache(maxsize=64)
 def call_flops(size: str) -> tuple[int, float]:
     """The rank of a probe's input shaped `size` ('8x1x256', '8x16x16x16') and its FLOPs per call, by the probe its
