@@ -63,6 +63,7 @@ The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader"
   submodules it calls are.
 - stretches: a sample's operations in order (those of the laps it names, in the order they ran), cut after
   every call that synchronises; identical stretches are kept once with how often they occur."""
+import contextlib
 import os
 import sys
 import types
@@ -467,22 +468,22 @@ class Census(TorchDispatchMode):
         self._ranges: list[tuple[int, str, bool]] = []  # open ranges: handle, the phase outside, a loader batch
         self._phase = STEP
         self._batch: int | None = None  # the samples of the loader batch being fetched: the largest stack
-        self._module_hook = None
+        self._contexts = contextlib.ExitStack()  # the module hook, graphs.counted and the Python calls
         self._calls = _PythonCalls()
 
     def __enter__(self):
         _warm_up()
-        self._module_hook = torch.nn.modules.module.register_module_forward_pre_hook(self._module_called)
-        self._counting_graphs = graphs.counted()  # a CUDA graph's replay dispatches nothing to count
-        self._counting_graphs.__enter__()
-        self._calls.__enter__()
-        return super().__enter__()
+        with contextlib.ExitStack() as stack:
+            stack.callback(torch.nn.modules.module.register_module_forward_pre_hook(self._module_called).remove)
+            stack.enter_context(graphs.counted())  # a CUDA graph's replay dispatches nothing to count
+            stack.enter_context(self._calls)
+            super().__enter__()
+            self._contexts = stack.pop_all()
+        return self
 
     def __exit__(self, *exc):
-        self._module_hook.remove()
         out = super().__exit__(*exc)
-        self._calls.__exit__(*exc)
-        self._counting_graphs.__exit__(*exc)
+        self._contexts.__exit__(*exc)
         return out
 
     def _module_called(self, module, args) -> None:

@@ -285,17 +285,11 @@ def repeatability_text(frame: pd.DataFrame) -> str:
 
 
 def _latest(records: list[dict]) -> list[tuple[dict, set[str]]]:
-    """Each machine's latest complete run per experiment, preset and device, with the devices it is the latest
-    for: a run of the CPU alone after one of the GPU alone leaves the GPU's points counted."""
-    chosen = {}
-    for record in sorted(records, key=lambda r: r.get("started") or ""):
-        if record["status"] == "complete":
-            for device in record.get("devices") or {row["device"] for row in record["rows"]}:  # optional in a record
-                chosen[(record["machine_id"], record["experiment"], record.get("preset"), device)] = record
-    counted: dict[str, tuple[dict, set[str]]] = {}
-    for (*_, device), record in chosen.items():
-        counted.setdefault(record["run_id"], (record, set()))[1].add(device)
-    return list(counted.values())
+    """Each machine's latest complete run per experiment, preset and device (results.latest_complete), with the
+    devices it is the latest for."""
+    by_id = {record["run_id"]: record for record in records}
+    latest = results.latest_complete(results.runs_frame(records), ["machine_id", "experiment", "preset"])
+    return [(by_id[run_id], set(part["device"])) for run_id, part in latest.groupby("run_id", sort=False)]
 
 
 def _own_target(machine_id: str, device: str) -> hardware.Target | None:

@@ -334,7 +334,12 @@ def record_summary(record: dict) -> dict:
             "machine": devices.label(record["fingerprint"]), "started": record.get("started"),
             "ended": record.get("ended"), "points": len(record["rows"]),
             "planned_points": record.get("planned_points"), "config_id": config_id(record.get("config", {})),
-            "code_version": code.get("commit") or code.get("package"), "devices": list(record.get("devices") or [])}
+            "code_version": code.get("commit") or code.get("package"), "devices": measured_devices(record)}
+
+
+def measured_devices(record: dict) -> list[str]:
+    """The devices a run measured: its record's list, else (optional in a record) its rows' devices."""
+    return list(record.get("devices") or dict.fromkeys(row["device"] for row in record["rows"]))
 
 
 def config_id(config: dict) -> str:
@@ -346,6 +351,18 @@ def config_id(config: dict) -> str:
 
 def runs_frame(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame([record_summary(r) for r in records])
+
+
+def latest_complete(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The latest complete run for each value of `keys` and each device it measured, as rows of keys, device
+    and run_id: a run of the CPU alone after one of the GPU alone leaves the GPU's run the latest for the GPU.
+    `frame` has a row per run (runs_frame: the devices it measured) or per point (rows_frame: its device)."""
+    if frame.empty:
+        return pd.DataFrame(columns=[*keys, "device", "run_id"])
+    complete = frame[frame["status"] == "complete"].sort_values("started", kind="stable", na_position="first")
+    if "device" not in complete:
+        complete = complete.assign(device=complete["devices"]).explode("device")
+    return complete.drop_duplicates([*keys, "device"], keep="last")[[*keys, "device", "run_id"]]
 
 
 # A row's census and breakdown (per sample) as columns of the rows frame: record key -> column.

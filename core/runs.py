@@ -7,6 +7,7 @@ from datetime import datetime
 
 import pandas as pd
 
+from core import results
 from core.experiments.base import PRESETS
 
 RUN_COLUMNS = ["run_id", "experiment", "preset", "status", "machine_id", "machine", "started", "points"]
@@ -27,10 +28,7 @@ def default_runs(frame: pd.DataFrame) -> list[str]:
     then preset (smoke, quick, paper, any other)."""
     if frame.empty:
         return []
-    complete = frame[frame["status"] == "complete"].sort_values("started", kind="stable")
-    if "device" not in complete:  # one row per run (results.runs_frame): each of the devices it measured
-        complete = complete.assign(device=complete["devices"]).explode("device")
-    chosen = set(complete.drop_duplicates(["machine_id", "preset", "device"], keep="last")["run_id"])
+    chosen = set(results.latest_complete(frame, ["machine_id", "preset"])["run_id"])
     runs = runs_of(frame)
     latest = runs[runs["run_id"].isin(chosen)]
     ranked = latest.assign(rank=latest["preset"].map(lambda p: PRESETS.index(p) if p in PRESETS else len(PRESETS)))

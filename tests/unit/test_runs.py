@@ -1,7 +1,7 @@
 """Which runs a page shows by default, and how runs are named (core.runs)."""
 import pandas as pd
 
-from core import runs
+from core import results, runs
 
 MACHINES = {"m1": "Intel(R) Xeon(R) Processor (2 threads) / no GPU", "m2": "AMD EPYC 7B13 (8 threads) / NVIDIA T4"}
 
@@ -34,6 +34,23 @@ def test_a_machine_whose_cpu_and_gpu_ran_apart_shows_the_latest_run_of_each_devi
     later = frame(("both-again", "m2", "quick", "complete", 3))
     later.loc[later.index[0], "device"] = "cuda:0"  # one row on each device
     assert runs.default_runs(pd.concat([both, later], ignore_index=True)) == ["both-again"]
+
+
+def test_a_runs_frame_chooses_per_device_reading_the_devices_from_the_rows_where_a_record_lists_none():
+    def record(run_id, hour, devices, listed=True):
+        rows = [{"device": d, "variant": "v", "params": {}, "status": "ok"} for d in devices]
+        return {"run_id": run_id, "experiment": "matmul", "preset": "quick", "status": "complete", "machine_id": "m2",
+                "fingerprint": {"cpu_model": "AMD EPYC 7B13", "cpu_logical_cores": 8},
+                "started": f"2026-01-02T{hour:02d}:00:00+00:00", "rows": rows} | ({"devices": devices} if listed else {})
+
+    records = [record("gpu-alone", 1, ["cuda:0"], listed=False), record("cpu-alone", 2, ["cpu"])]
+    frame = results.runs_frame(records)
+    assert frame["devices"].tolist() == [["cuda:0"], ["cpu"]]
+    assert sorted(runs.default_runs(frame)) == ["cpu-alone", "gpu-alone"]
+    latest = results.latest_complete(frame, ["machine_id", "preset"])
+    assert sorted(zip(latest["device"], latest["run_id"])) == [("cpu", "cpu-alone"), ("cuda:0", "gpu-alone")]
+    assert results.latest_complete(frame.iloc[:0], ["machine_id"]).columns.tolist() == ["machine_id", "device",
+                                                                                        "run_id"]
 
 
 def test_select_keeps_the_rows_of_the_runs_picked():
