@@ -99,14 +99,14 @@ def current() -> dict | None:
 
 
 def progress(record_path: str | None) -> dict:
-    """A run's points done and planned, the stand-in censuses taken after them, its status and when it
-    ended (None while it runs); "no record" while (or when) it has none."""
+    """A run's points done and planned, the stand-in censuses taken after them and planned (None until it
+    plans them), its status and when it ended (None while it runs); "no record" while (or when) it has none."""
     try:
         record = results.read_record(Path(record_path))
     except (ValueError, TypeError):
-        return {"done": 0, "total": 0, "standins": 0, "status": "no record", "ended": None}
-    return {"done": len(record["rows"]), "total": record["planned_points"],
-            "standins": len(record.get("standin", ())), "status": record["status"], "ended": record.get("ended")}
+        return {"done": 0, "total": 0, "standins": 0, "standins_planned": None, "status": "no record", "ended": None}
+    return {"done": len(record["rows"]), "total": record["planned_points"], "standins": len(record.get("standin", ())),
+            "standins_planned": record.get("standins_planned"), "status": record["status"], "ended": record.get("ended")}
 
 
 def cancel() -> dict | None:

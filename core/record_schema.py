@@ -5,7 +5,7 @@ with jsonschema when a record is loaded; a record that fails is skipped with the
 Schema 1 and schema 2 share one shape: schema 2 added a row's unit, per_call, torch_threads, warm-up
 samples and cold flag, and the record's code_version and environment, all optional to a reader. A row
 may carry a census and a breakdown (objects); a record may carry the stand-in censuses of the points a GPU
-would run (`standin`). Fields not named here are allowed, so a record written by a
+would run (`standin`) and how many it planned (`standins_planned`). Fields not named here are allowed, so a record written by a
 newer Crossover still loads.
 
 The cost of checking is bounded: jsonschema spends tens of microseconds on each value it descends into,
@@ -102,7 +102,7 @@ def _record(version: int) -> dict:
             "variants": _NAMES, "devices": _NAMES, "config": {"type": "object"}, "started": _TEXT_OR_NULL,
             "ended": _TEXT_OR_NULL, "planned_points": _INT_OR_NULL, "error": _TEXT_OR_NULL,
             "environment": _OBJECT_OR_NULL,
-            "standin": {"type": "array", "maxItems": MAX_ROWS, "items": _STANDIN},
+            "standin": {"type": "array", "maxItems": MAX_ROWS, "items": _STANDIN}, "standins_planned": _INT_OR_NULL,
             "code_version": {"type": ["object", "null"],
                              "properties": {"commit": _TEXT_OR_NULL, "dirty": _FLAG_OR_NULL,
                                             "package": _TEXT_OR_NULL}},

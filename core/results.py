@@ -177,6 +177,12 @@ class RecordWriter:
         self.record["rows"].append(row)
         write_atomic(self.path, self.record)
 
+    def plan_standins(self, planned: int) -> None:
+        """Say how many stand-in censuses the run will take, before it takes them: fewer in the record means it
+        stopped among them."""
+        self.record["standins_planned"] = planned
+        write_atomic(self.path, self.record)
+
     def add_standin(self, entry: dict) -> None:
         """Append the stand-in census of a point a GPU would run (core.standin)."""
         settings.require_writable("writing results")
@@ -286,14 +292,14 @@ def _listing(folder: Path) -> list[os.DirEntry]:
 STANDINS_CUT = "stopped during the stand-in censuses, after every point was measured"
 
 
-def standins_cut(taken: int) -> str:
-    """What a complete run says when it stopped in its stand-in censuses, after its last point."""
-    return f"{STANDINS_CUT} ({taken} taken)"
-
-
 def has_every_standin(record: dict) -> bool:
-    """Whether a complete run took all its stand-in censuses (none when it measured GPUs alone)."""
-    return not (record.get("error") or "").startswith(STANDINS_CUT)
+    """Whether a complete run took every stand-in census it planned (none when it measured GPUs alone). A record
+    from before `standins_planned` does not say: one that stopped after its last point, which load_records
+    reads as complete, saying so in its error, took some only."""
+    planned = record.get("standins_planned")
+    if planned is None:
+        return not (record.get("error") or "").startswith(STANDINS_CUT)
+    return len(record.get("standin") or []) >= planned
 
 
 def _measured_in_full(record: dict) -> bool:
@@ -322,7 +328,9 @@ def load_records(results_dir: Path = None) -> list[dict]:
         if record["status"] == "running" and record["run_id"] != active[machine]:
             record["status"] = "partial"
         if record["status"] in ("partial", "cancelled") and _measured_in_full(record):
-            record.update(status="complete", error=standins_cut(len(record.get("standin") or [])))
+            taken = len(record.get("standin") or [])
+            record.update(status="complete", error=None if "standins_planned" in record else
+                          f"{STANDINS_CUT} ({taken} taken)")
         records.append(record)
     return records
 

@@ -78,7 +78,7 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
     """Measure every point on every device, writing the record after each, then, unless every device is a
     GPU, take the stand-in census of every point a GPU would run (core.standin: what the cost model predicts
     a GPU from, on any machine); returns the final status. SIGTERM cancels: the finished points stay in the
-    record (a cancel among the stand-ins leaves the run complete, saying how many were taken). `starting` hears
+    record (a cancel among the stand-ins leaves the run complete, with fewer than it planned). `starting` hears
     of each point before it is measured, `progress` after (with its row), `standin_progress` of each census."""
     settings.require_writable("runs")
     points = experiment.plan(config, device_names)
@@ -96,12 +96,11 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
             state.rows.append(row)
             if progress:
                 progress(i, len(points), point, row)
-        cut = None
         if not all(map(devices.is_accelerator, device_names)):  # GPUs alone: their rows hold the real censuses
-            cut = _standins(experiment, config, writer, standin_progress)
+            _standins(experiment, config, writer, standin_progress)
         ok = any(r["status"] == "ok" for r in writer.record["rows"])
         status = "complete" if ok else "failed"
-        writer.finish(status, cut if ok else "no point could be measured")
+        writer.finish(status, None if ok else "no point could be measured")
     except (Cancelled, KeyboardInterrupt):
         status = "cancelled"
         writer.finish(status, "cancelled by the user")
@@ -115,10 +114,11 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
 
 
 def _standins(experiment: Experiment, config: dict, writer: RecordWriter,
-              progress: Callable[[int, int, Point, dict], None] = None) -> str | None:
-    """Take the stand-in censuses; a cancel among them keeps those taken and says so (returned): every point
-    is measured by then, and the stand-ins only feed predictions."""
+              progress: Callable[[int, int, Point, dict], None] = None) -> None:
+    """Take the stand-in censuses; a cancel among them keeps those taken, fewer than the record says were
+    planned: every point is measured by then, and the stand-ins only feed predictions."""
     planned = standin.points(experiment, config)
+    writer.plan_standins(len(planned))
     try:
         for i, point in enumerate(planned, 1):
             entry = standin.entry(experiment, point, config)
@@ -126,8 +126,7 @@ def _standins(experiment: Experiment, config: dict, writer: RecordWriter,
             if progress:
                 progress(i, len(planned), point, entry)
     except (Cancelled, KeyboardInterrupt):
-        return results.standins_cut(len(writer.record["standin"]))
-    return None
+        return  # the run is complete: the record's count of them against its plan says they were cut
 
 
 def _slug(text: str) -> str:

@@ -169,7 +169,8 @@ def progress_text(job: dict) -> str:
     """What the panel and the sidebar say of a run going on: one text, so both say the same."""
     total, done = job["total"], job["done"]
     if total and done >= total and job["status"] == "running":
-        where = f"all {total} points measured, now the GPU stand-in censuses ({job.get('standins', 0)} taken)"
+        planned = f" of {job['standins_planned']}" if job.get("standins_planned") else ""
+        where = f"all {total} points measured, now the GPU stand-in censuses ({job.get('standins', 0)}{planned} taken)"
     else:
         where = f"{done}/{total or '?'} points"
     return (f"{job['experiment']} ({job['preset']}) on {', '.join(job['devices'])}: {where}; "

@@ -254,7 +254,7 @@ def test_the_predicted_section_prefers_a_run_that_took_every_stand_in_census(shi
     from ui import predicted
     records = [r for r in results.load_records(shipped_results) if r["experiment"] == "cnn"]
     cut = next(r for r in records if r["machine_id"] == "intel-r-xeon-r-processor-8e260d9d" and r["standin"])
-    assert not results.has_every_standin(cut) and cut["error"] == results.standins_cut(12)
+    assert not results.has_every_standin(cut) and len(cut["standin"]) == 12  # a record from before standins_planned
     ordered = predicted.standin_runs(records, "cnn")
     here = [r for r in ordered if r["machine_id"] == devices.fingerprint()["machine_id"]]
     elsewhere = ordered[len(here):]

@@ -82,3 +82,16 @@ def test_times_are_the_servers_local_clock_and_how_long_ago(paris):
 
 def _progress_texts(sidebar) -> list[str]:
     return [e.proto.text for e in sidebar if getattr(e, "type", None) == "progress"]
+
+
+def test_a_run_among_its_stand_in_censuses_says_how_many_of_those_planned_are_taken(results_dir):
+    from core import experiments, results
+    exp = experiments.get("matmul")
+    config = exp.config("smoke", {"sizes": (16,), "variants": ("numpy",)})
+    writer = results.RecordWriter("matmul", "smoke", config, ["cpu"], results_dir=results_dir)
+    writer.start(1)
+    writer.add({"device": "cpu", "variant": "numpy", "params": {"size": 16}, "status": "ok"})
+    job = {"experiment": "matmul", "preset": "smoke", "devices": ["cpu"], "started": writer.record["started"]}
+    assert "censuses (0 taken)" in rerun_panel.progress_text(job | jobs.progress(str(writer.path)))
+    writer.plan_standins(3)
+    assert "censuses (0 of 3 taken)" in rerun_panel.progress_text(job | jobs.progress(str(writer.path)))

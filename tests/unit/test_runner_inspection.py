@@ -102,17 +102,24 @@ def test_a_cancel_among_the_stand_ins_leaves_the_run_complete_with_those_taken(r
     monkeypatch.setattr(standin, "entry", cancel_the_second)
     writer = _run("matmul", results_dir, sizes=(16,))
     record = writer.record
-    assert record["status"] == "complete" and len(record["standin"]) == 1
-    assert record["error"] == results.standins_cut(1)
+    assert record["status"] == "complete" and record["error"] is None and len(record["standin"]) == 1
+    assert record["standins_planned"] > 1 and not results.has_every_standin(record)
     assert len(record["rows"]) == record["planned_points"]
+    assert not results.has_every_standin(results.load_records(results_dir)[0])
 
 
 def test_a_run_stopped_after_its_last_point_reads_as_complete_and_one_stopped_before_does_not(results_dir):
     writer = _run("matmul", results_dir, sizes=(16,))
+    assert results.has_every_standin(results.load_records(results_dir)[0])
     record = dict(writer.record, standin=writer.record["standin"][:2])
+    legacy = {k: v for k, v in record.items() if k != "standins_planned"}  # written before the field
     for status in ("cancelled", "partial"):
         results.write_atomic(writer.path, dict(record, status=status, error="cancelled by the user"))
         loaded = results.load_records(results_dir)[0]
-        assert (loaded["status"], loaded["error"]) == ("complete", results.standins_cut(2))
+        assert (loaded["status"], loaded["error"]) == ("complete", None) and not results.has_every_standin(loaded)
+        results.write_atomic(writer.path, dict(legacy, status=status, error="cancelled by the user"))
+        loaded = results.load_records(results_dir)[0]
+        assert loaded["status"] == "complete" and loaded["error"].startswith(results.STANDINS_CUT)
+        assert not results.has_every_standin(loaded)
     results.write_atomic(writer.path, dict(record, status="cancelled", rows=record["rows"][:-1]))
     assert results.load_records(results_dir)[0]["status"] == "cancelled"
