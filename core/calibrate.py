@@ -24,8 +24,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from core import (census, conv_probes, costmodel, devices, graphs, module_probes, op_probes, profiles, results,
-                  standin_cpu_attention, timing, versions)
+from core import (census, conv_probes, costmodel, devices, graphs, hardware, module_probes, op_probes, profiles,
+                  results, standin_cpu_attention, timing, versions)
 
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
@@ -58,6 +58,7 @@ GEMM_REPEATS, GEMM_BLOCK_SHARE = 3, 0.1
 PROBE_RETRIES = 2  # measurements again of a probe with a figure outside its sane range
 RETRY_PAUSE_S = 2.0  # the wait before each: what stalls a probe (a process exiting, a burst of other work) passes
 BARE_OPS: dict[str, float] = {}  # per device, in the pass going on
+PASS: dict[str, dict] = {}  # each device's figures measured so far in the pass going on
 TRAINING_CALLS: dict[tuple[str, str], float] = {}  # a conv probe's training call's work seconds per (device, input)
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 
@@ -219,15 +220,7 @@ def _recording_op_seconds(bare: float, nested: float, python: dict, device: str,
     `nested`) and its other operations at their figures, over its recording ones that Python issues. What is
     left (building the graph, starting and running backward, zero_grad, the loss's Python) lands on the
     operations a model's forward issues from Python, which is where a census finds it again."""
-    model = torch.nn.Sequential(torch.nn.Linear(TRAINING_MLP[0], TRAINING_MLP[1]), torch.nn.ReLU(),
-                                torch.nn.Linear(TRAINING_MLP[1], TRAINING_MLP[2]))
-    x, y = torch.randn(TRAINING_BATCH, TRAINING_MLP[0]), torch.randn(TRAINING_BATCH, TRAINING_MLP[2])
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-    def step():
-        optimizer.zero_grad()
-        torch.nn.functional.mse_loss(model(x), y).backward()
-        optimizer.step()
+    step = _training_step(device)
     found = _counted(step, device)
     recording = sum(op["calls"] for op in found["ops"] if op["autograd"])
     issued_nested = sum(op["calls"] for op in found["ops"] if op["autograd"] and op["nested"])
@@ -238,6 +231,22 @@ def _recording_op_seconds(bare: float, nested: float, python: dict, device: str,
              + stretch["optimizer_steps"] * python["optimizer_step"])
     seconds = min(timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds).samples)
     return max((seconds - known) / (recording - issued_nested), bare)
+
+
+def _training_step(device: str) -> Callable[[], None]:
+    """The op-overhead probes' small training step (TRAINING_MLP, batch TRAINING_BATCH, SGD as torch.optim picks it
+    for the device), its model and data on `device`."""
+    model = torch.nn.Sequential(torch.nn.Linear(TRAINING_MLP[0], TRAINING_MLP[1]), torch.nn.ReLU(),
+                                torch.nn.Linear(TRAINING_MLP[1], TRAINING_MLP[2])).to(device)
+    x = torch.randn(TRAINING_BATCH, TRAINING_MLP[0], device=device)
+    y = torch.randn(TRAINING_BATCH, TRAINING_MLP[2], device=device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step():
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+    return step
 
 
 def _module_seconds(found: dict, python: dict) -> float:
@@ -532,6 +541,28 @@ def graph_replay(device: str, effort: Effort) -> dict:
             "graph_replay_fixed": min(fixed)}
 
 
+def training_op_overhead(device: str, effort: Effort) -> dict:
+    """The host's cost of each recording operation Python issues in a training step on the GPU: the op-overhead
+    probes' training step run there, priced by the cost model at the figures of the pass going on (PASS: the host's
+    and this GPU's), solved for the figure (training_figure)."""
+    if "cpu" not in PASS or "launch_overhead" not in PASS.get(device, {}):
+        raise RuntimeError(f"{device}: the training step is priced at the host's and the GPU's launch figures of the "
+                           f"same pass: calibrate the CPU and this GPU's launches first")
+    step = _training_step(device)
+    found = _counted(step, device)
+    seconds = min(timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds).samples)
+    return {costmodel.TRAINING_OP: training_figure(seconds, found, PASS["cpu"], PASS[device])}
+
+
+def training_figure(seconds: float, found: dict, host: dict, gpu: dict) -> float:
+    """The training_op_overhead at which the cost model prices the host's side of a step (its census `found`) at
+    `seconds`, at least a launch (launch_overhead): from there each recording operation Python issues costs the
+    figure alone (its launch inside it), so the host's side grows by the recording calls for each second of it."""
+    launch = gpu["launch_overhead"]
+    at_launch = costmodel.host_seconds(found, hardware.calibrating(host, gpu | {costmodel.TRAINING_OP: launch}))
+    return launch + max(seconds - at_launch, 0.0) / costmodel.recording_calls(found)
+
+
 @dataclass(frozen=True)
 class Probe:
     title: str
@@ -555,6 +586,7 @@ PROBES = (
     Probe("launch and sync", profiles.GPU, launch_and_sync),
     Probe("copies", profiles.GPU, copies),
     Probe("CUDA graph", profiles.GPU, graph_replay),
+    Probe("training step", profiles.GPU, training_op_overhead),  # last: it prices the step at the pass's figures
 )
 
 
@@ -584,6 +616,8 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
         for number, measured in enumerate(passes, 1):
             BARE_OPS.clear()
             TRAINING_CALLS.clear()
+            PASS.clear()
+            PASS.update(measured)  # the same dicts the probes' figures are merged into
             for device, probe in steps:
                 bar.set_postfix_str(f"pass {number}/{effort.passes}: {device} {probe.title}")
                 measured[device] |= _measure(probe, device, effort)

@@ -11,8 +11,9 @@ The rules on a GPU target, per operation call:
   torch.func transform (vmap, jvp, grad, jacfwd, jacrev) is active (the census's `transformed`), else, when it
   records autograd (its share of backward included), op_overhead_nested if C++ issued it (the census's
   `nested`: a composite's parts, an RNN's loop over its steps) or op_overhead_autograd if Python did (a census
-  taken before it told them apart counts each as Python's), else op_overhead_nested_no_grad if C++ issued it,
-  else op_overhead_no_grad. An operation outside them that does work on the host (on 'cpu', not a kernel of the
+  taken before it told them apart counts each as Python's; on a GPU that measured training_op_overhead, the
+  host's cost of such an operation in a small training step run on that GPU, its launch and its backward's
+  included), else op_overhead_nested_no_grad if C++ issued it, else op_overhead_no_grad. An operation outside them that does work on the host (on 'cpu', not a kernel of the
   unit's device) costs its compute there too: max(flops / rate, bytes / memory_bandwidth), the rate conv_flops for
   a convolution (an operation with a FLOP formula and 'conv' in its name; on a host that timed one-channel
   convolutions, conv_one_channel_flops at one input channel, log-linear in the channels up to conv_flops at the
@@ -92,6 +93,7 @@ from core import conv_probes, standin_cpu_attention
 
 PARTS = ("host", "launches", "loading", "compute", "copies", "sync")
 PHASES = ("step", "loading", "graph", "optimizer")
+TRAINING_OP = "training_op_overhead"  # a GPU's host figure for the operations op_overhead_autograd prices on a CPU
 PYTHON_PHASES = ("step", "optimizer")  # where the host runs the unit's Python (not a fetch, not a replay)
 DIRECTIONS = ("h2d", "d2h", "d2d")
 LOADER_BATCH = 64  # the batch of the host's loader_batched_per_sample figure
@@ -201,6 +203,8 @@ def _cpu_call(op: dict, host) -> Cost:
 
 def _gpu_call(op: dict, host, gpu) -> Cost:
     on_host = 0.0 if op["phase"] in ("loading", "graph") else _overhead(op, host)
+    if _records_from_python(op) and gpu.has(TRAINING_OP):  # its launch and its backward's, measured in a step there
+        on_host = gpu.value(TRAINING_OP)
     direction = op["copy"]["direction"] if op["copy"] else None
     if direction in ("h2d", "d2h"):
         seconds = _transfer_seconds(op["copy"], gpu)
@@ -236,6 +240,28 @@ def _overhead(op: dict, host) -> float:
     if not op["autograd"]:
         return host.value("op_overhead_nested_no_grad" if op.get("nested") else "op_overhead_no_grad")
     return host.value("op_overhead_nested" if op.get("nested") else "op_overhead_autograd")
+
+
+def _records_from_python(op: dict) -> bool:
+    """An operation Python issues that autograd records, outside an optimiser's step and a torch.func transform:
+    what op_overhead_autograd prices on a CPU (and training_op_overhead on a GPU that measured it)."""
+    return op["phase"] == "step" and op["autograd"] and not op.get("nested") and not op.get("transformed")
+
+
+def recording_calls(census: dict) -> float:
+    """A sample's calls of the operations _records_from_python names."""
+    ops, stretches = _checked(census)
+    return sum(calls * stretch["times"] for stretch in stretches for index, calls in stretch["ops"]
+               if _records_from_python(ops[index]))
+
+
+def host_seconds(census: dict, target) -> float:
+    """The host's side of a sample on `target`: every stretch's host, launches and loading, whether or not its
+    device's side is the longer."""
+    ops, stretches = _checked(census)
+    costs = [_call_cost(op, target) for op in ops]
+    return sum(stretch["times"] * sum(_host_side(stretch, _total(stretch, costs), target).values())
+               for stretch in stretches)
 
 
 def _python_seconds(stretch: dict, host) -> float:
@@ -519,22 +545,31 @@ def _transfer_seconds(copy: dict, gpu) -> float:
 
 def _stretch_parts(stretch: dict, costs: list[Cost], target) -> dict[str, float]:
     """The parts of one occurrence of a stretch."""
-    total = Cost()
-    for index, calls in stretch["ops"]:
-        total = total.plus(costs[index], calls)
-    loading = _loading_seconds(stretch, target.host)
-    host = total.host + _python_seconds(stretch, target.host)
+    total = _total(stretch, costs)
+    host_side = _host_side(stretch, total, target)
     if target.gpu is None:
-        return dict.fromkeys(PARTS, 0.0) | {"host": host, "loading": loading, "compute": total.compute}
-    replays = stretch["graph_replays"]
-    launches = total.launches + (replays * target.gpu.value("graph_replay_fixed") if replays else 0.0)
-    host_side = {"host": host, "launches": launches, "loading": loading}
+        return dict.fromkeys(PARTS, 0.0) | host_side | {"compute": total.compute}
     device_side = {"compute": total.compute, "copies": total.copies}
     critical = host_side if sum(host_side.values()) >= sum(device_side.values()) else device_side
     parts = dict.fromkeys(PARTS, 0.0) | critical
     parts["copies"] += total.serial
     parts["sync"] = total.sync
     return parts
+
+
+def _total(stretch: dict, costs: list[Cost]) -> Cost:
+    total = Cost()
+    for index, calls in stretch["ops"]:
+        total = total.plus(costs[index], calls)
+    return total
+
+
+def _host_side(stretch: dict, total: Cost, target) -> dict[str, float]:
+    """One occurrence's host, launches (a GPU's) and loading."""
+    host = total.host + _python_seconds(stretch, target.host)
+    replays = stretch["graph_replays"]
+    launches = total.launches + (replays * target.gpu.value("graph_replay_fixed") if replays and target.gpu else 0.0)
+    return {"host": host, "launches": launches, "loading": _loading_seconds(stretch, target.host)}
 
 
 def _loading_seconds(stretch: dict, host) -> float:

@@ -38,6 +38,9 @@ FIELDS = {
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
             "graph_replay_fixed", "graph_replay_per_node", "kernel_enqueue"),
 }
+# Figures only a calibration measures (no catalogue entry has them: they are the host's costs of driving that GPU),
+# and only since some shipped profiles were taken: a device without one is priced by the rule it refines
+CALIBRATED_ONLY = {"cpu": (), "gpu": ("training_op_overhead",)}
 UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s"}
 KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("memory", "memory_bandwidth")),
                "gpu": (("matmul", "matmul_flops"), ("memory", "memory_bandwidth"), ("launch", "launch_overhead"),
@@ -112,6 +115,9 @@ class Device:
             raise HardwareError(f"field: '{_clip(field, 60)}' is not a {self.kind} figure; {self.kind} figures: "
                                 f"{', '.join(FIELDS[self.kind])}")
         return figure.at(flops)
+
+    def has(self, field: str) -> bool:
+        return field in self.figures
 
     @property
     def assumptions(self) -> list[str]:
@@ -317,8 +323,21 @@ def from_profile(profile: dict, device: str) -> Device:
     kind, section = "cpu" if device == "cpu" else "gpu", sections[device]
     source = f"calibrated on {machine} {profile['taken'][:10]}"
     figures = {field: _calibrated_figure(field, section, source) for field in FIELDS[kind]}
+    figures |= {field: _calibrated_figure(field, section, source) for field in CALIBRATED_ONLY[kind] if field in section}
     name, title = _calibrated_names(profile, device)
     return Device(name, title, kind, "calibrated", figures)
+
+
+def calibrating(host: dict, gpu: dict) -> Target:
+    """A host and a GPU as the figures a calibration has measured of them so far in its pass (every figure the cost
+    model reads, as a profile section holds them): what its probes of the GPU's host costs price a step at."""
+    source = "the calibration going on"
+
+    def device(kind: str, section: dict) -> Device:
+        fields = (*FIELDS[kind], *(f for f in CALIBRATED_ONLY[kind] if f in section))
+        return Device(f"calibrating-{kind}", f"the {kind} being calibrated", kind, "calibrated",
+                      {field: _calibrated_figure(field, section, source) for field in fields})
+    return Target(device("cpu", host), device("gpu", gpu))
 
 
 def _calibrated_names(profile: dict, device: str) -> tuple[str, str]:

@@ -284,3 +284,38 @@ def test_the_backward_share_divides_by_the_training_calls_the_rate_probes_timed_
         calibrate.MAX_BACKWARD_SHARE}
     calibrate.TRAINING_CALLS.clear()  # a probe run alone times its own
     assert len(calibrate.conv_backward_share("cpu", calibrate.QUICK)["conv_backward_share"]) == len(retimed) == len(timed)
+
+
+def test_the_training_figure_is_where_the_model_prices_the_step_at_its_time_and_never_below_a_launch():
+    from core import costmodel, hardware
+    shipped = json.loads((settings.APP_ROOT / "results" / "intel-r-xeon-r-processor-8e260d9d" / "calibration" /
+                          "profile.json").read_text())
+    host, gpu = shipped["cpu"], shipped["gpus"]["cuda:0"]
+    found = calibrate._counted(calibrate._training_step("cpu"), "cpu")  # its operations, as a GPU's census counts them
+    assert costmodel.recording_calls(found) > 0
+
+    def priced(figure):
+        return costmodel.host_seconds(found, hardware.calibrating(host, gpu | {costmodel.TRAINING_OP: figure}))
+    at_launch = priced(gpu["launch_overhead"])
+    for seconds in (1.5 * at_launch, 4 * at_launch):
+        figure = calibrate.training_figure(seconds, found, host, gpu)
+        assert figure > gpu["launch_overhead"] and priced(figure) == pytest.approx(seconds, rel=1e-9)
+    assert calibrate.training_figure(0.5 * at_launch, found, host, gpu) == gpu["launch_overhead"]
+
+
+def test_the_training_step_probe_refuses_without_the_pass_s_host_and_launch_figures(monkeypatch):
+    monkeypatch.setattr(calibrate, "PASS", {"cpu": {}})
+    with pytest.raises(RuntimeError, match="cuda:0: the training step is priced at the host's and the GPU's launch"):
+        calibrate.training_op_overhead("cuda:0", calibrate.QUICK)
+
+
+def test_a_pass_s_probes_read_the_figures_measured_before_them_in_that_pass(monkeypatch):
+    seen = []
+    monkeypatch.setattr(calibrate, "PROBES", [
+        calibrate.Probe("first", ("cpu",), lambda device, effort: {"module_call": 1e-6}),
+        calibrate.Probe("second", ("cpu",), lambda device, effort: seen.append(dict(calibrate.PASS[device])) or {
+            "op_overhead_no_grad": 2e-6})])
+    monkeypatch.setattr(calibrate, "QUICK", calibrate.replace(calibrate.QUICK, passes=2))
+    monkeypatch.setattr(calibrate.versions, "code_version", lambda: {"commit": None, "dirty": False})
+    calibrate.take(["cpu"], quick=True, progress=False)
+    assert seen == [{"module_call": 1e-6}, {"module_call": 1e-6}]  # each pass's own, the first probe's alone

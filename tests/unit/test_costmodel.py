@@ -44,6 +44,9 @@ class Device:
     figures: dict
     asked: list = field(default_factory=list)
 
+    def has(self, name: str) -> bool:
+        return name in self.figures
+
     def value(self, name: str, flops: float | None = None) -> float:
         figure = self.figures[name]
         if callable(figure):
@@ -170,6 +173,32 @@ def test_a_recording_op_costs_by_who_issued_it_python_cpp_or_a_torch_func_transf
     # on a GPU the host side is the same: 2 us dispatch, and the launch 9 - 2 = 7 us beyond it
     nested_kernel = op(autograd=True, nested=True)
     assert_parts(predict(census([nested_kernel], [stretch([(0, 1)])]), gpu()), parts(host=2 * US, launches=7 * US))
+
+
+def test_a_gpu_that_measured_a_training_step_prices_python_s_recording_ops_at_its_figure_launch_included():
+    # training_op_overhead 30 us: a recording add Python issues costs the host 30 us and no launch beyond it (30 > 9);
+    # a recording one C++ issues, one in the optimiser's step and one under a transform keep the host's rules
+    trained = gpu(training_op_overhead=30 * US)
+    python_add, nested_add = op(autograd=True), op(autograd=True, nested=True)
+    assert_parts(predict(census([python_add], [stretch([(0, 2)])]), trained), parts(host=60 * US))
+    # without the figure: the host's 10 us each, its launch (9 us) inside it
+    assert_parts(predict(census([python_add], [stretch([(0, 2)])]), gpu()), parts(host=20 * US))
+    assert_parts(predict(census([nested_add], [stretch([(0, 1)])]), trained), parts(host=2 * US, launches=7 * US))
+    in_step = op(autograd=True, phase="optimizer")
+    assert_parts(predict(census([in_step], [stretch([(0, 1)])]), trained), parts(host=7 * US, launches=2 * US))
+    transformed = op(autograd=True, transformed=True)
+    assert_parts(predict(census([transformed], [stretch([(0, 1)])]), trained), parts(host=6 * US, launches=3 * US))
+
+
+def test_the_host_side_and_the_recording_calls_of_a_census_are_counted_whether_or_not_the_device_is_longer():
+    # 3 recording adds Python issues (30 us each on the trained GPU) and a 25 M-element mul (100 us on the device):
+    # the host's side is 90 us + (5 us + 4 us launch) = 99 us, a device-bound stretch of 2 us x 3 + 100 us = 106 us
+    from core.costmodel import host_seconds, recording_calls
+    found = census([op(autograd=True), BIG_MUL], [stretch([(0, 3), (1, 1)], times=2)])
+    trained = gpu(training_op_overhead=30 * US)
+    assert host_seconds(found, trained) == pytest.approx(2 * 99 * US)
+    assert predict(found, trained).parts["compute"] == pytest.approx(2 * 106 * US)
+    assert recording_calls(found) == 6
 
 
 # Conv1d probes with one input channel: 8 x 1 x 16 is 2 x 8 x 32 x 16 x 5 = 40,960 FLOPs a call, 8 x 1 x 256

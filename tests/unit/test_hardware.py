@@ -327,6 +327,19 @@ def test_a_gpu_that_measured_its_replay_and_enqueue_costs_uses_them(results_dir)
         hardware.from_profile(profile, "cuda:1")
 
 
+def test_a_gpu_s_training_step_figure_is_a_calibration_s_alone_and_only_where_measured(this_profile):
+    assert not hardware.from_profile(this_profile, "cuda:0").has("training_op_overhead")  # an older profile
+    assert not any(d.has("training_op_overhead") for d in hardware.catalogue().devices.values())
+    profile = made_profile("trained-gpu", gpus=("cuda:0",))
+    profile["gpus"]["cuda:0"]["training_op_overhead"] = 40e-6
+    gpu = hardware.from_profile(profile, "cuda:0")
+    assert gpu.has("training_op_overhead") and gpu.value("training_op_overhead") == 40e-6
+    assert "training_op_overhead" not in gpu.assumptions
+    during = hardware.calibrating(profile["cpu"], profile["gpus"]["cuda:0"])  # a pass's figures, as a probe reads them
+    assert during.host.value("op_overhead_no_grad") == profile["cpu"]["op_overhead_no_grad"]
+    assert during.gpu.value("training_op_overhead") == 40e-6 and during.gpu.kind == "gpu"
+
+
 def test_another_machines_profile_is_named_by_its_id(results_dir):
     other = hardware.from_profile(made_profile("elsewhere-1", gpus=("cuda:1",)), "cuda:1")
     assert (other.name, other.title) == ("elsewhere-1:cuda:1", "Made GPU 1 (cuda:1 of elsewhere-1)")
