@@ -545,7 +545,7 @@ def training_op_overhead(device: str, effort: Effort) -> dict:
     """The host's cost of each recording operation Python issues in a training step on the GPU: the op-overhead
     probes' training step run there, priced by the cost model at the figures of the pass going on (PASS: the host's
     and this GPU's), solved for the figure (training_figure)."""
-    if "cpu" not in PASS or "launch_overhead" not in PASS.get(device, {}):
+    if "op_overhead_autograd" not in PASS.get("cpu", {}) or "launch_overhead" not in PASS.get(device, {}):
         raise RuntimeError(f"{device}: the training step is priced at the host's and the GPU's launch figures of the "
                            f"same pass: calibrate the CPU and this GPU's launches first")
     step = _training_step(device)
@@ -556,11 +556,15 @@ def training_op_overhead(device: str, effort: Effort) -> dict:
 
 def training_figure(seconds: float, found: dict, host: dict, gpu: dict) -> float:
     """The training_op_overhead at which the cost model prices the host's side of a step (its census `found`) at
-    `seconds`, at least a launch (launch_overhead): from there each recording operation Python issues costs the
+    `seconds` (the step's time: its kernels are tiny, so the host's side is what it waits for), at least a launch
+    (launch_overhead): from there each recording operation Python issues costs the
     figure alone (its launch inside it), so the host's side grows by the recording calls for each second of it."""
+    recording = costmodel.recording_calls(found)
+    if not recording:
+        raise ValueError("the training step's census has no recording operation on the GPU to price")
     launch = gpu["launch_overhead"]
     at_launch = costmodel.host_seconds(found, hardware.calibrating(host, gpu | {costmodel.TRAINING_OP: launch}))
-    return launch + max(seconds - at_launch, 0.0) / costmodel.recording_calls(found)
+    return launch + max(seconds - at_launch, 0.0) / recording
 
 
 @dataclass(frozen=True)
@@ -622,6 +626,7 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
                 bar.set_postfix_str(f"pass {number}/{effort.passes}: {device} {probe.title}")
                 measured[device] |= _measure(probe, device, effort)
                 bar.update()
+    PASS.clear()
     seconds = watch.lap("calibration")
     others = (_busy_cpu_seconds() - busy_before) - (_own_cpu_seconds() - own_before)
     measured = {device: _medians([found[device] for found in passes]) for device in names}

@@ -11,9 +11,10 @@ The rules on a GPU target, per operation call:
   torch.func transform (vmap, jvp, grad, jacfwd, jacrev) is active (the census's `transformed`), else, when it
   records autograd (its share of backward included), op_overhead_nested if C++ issued it (the census's
   `nested`: a composite's parts, an RNN's loop over its steps) or op_overhead_autograd if Python did (a census
-  taken before it told them apart counts each as Python's; on a GPU that measured training_op_overhead, the
-  host's cost of such an operation in a small training step run on that GPU, its launch and its backward's
-  included), else op_overhead_nested_no_grad if C++ issued it, else op_overhead_no_grad. An operation outside them that does work on the host (on 'cpu', not a kernel of the
+  taken before it told them apart counts each as Python's; for one on a GPU that measured training_op_overhead,
+  with its own host, that figure: such an operation's share of what a small training step run there costs the
+  host beyond what the other figures price, its launch included), else op_overhead_nested_no_grad if C++ issued
+  it, else op_overhead_no_grad. An operation outside them that does work on the host (on 'cpu', not a kernel of the
   unit's device) costs its compute there too: max(flops / rate, bytes / memory_bandwidth), the rate conv_flops for
   a convolution (an operation with a FLOP formula and 'conv' in its name; on a host that timed one-channel
   convolutions, conv_one_channel_flops at one input channel, log-linear in the channels up to conv_flops at the
@@ -203,7 +204,7 @@ def _cpu_call(op: dict, host) -> Cost:
 
 def _gpu_call(op: dict, host, gpu) -> Cost:
     on_host = 0.0 if op["phase"] in ("loading", "graph") else _overhead(op, host)
-    if _records_from_python(op) and gpu.has(TRAINING_OP):  # its launch and its backward's, measured in a step there
+    if _records_from_python(op) and op["where"] != "cpu" and gpu.has(TRAINING_OP):  # its launch inside it
         on_host = gpu.value(TRAINING_OP)
     direction = op["copy"]["direction"] if op["copy"] else None
     if direction in ("h2d", "d2h"):
@@ -249,10 +250,11 @@ def _records_from_python(op: dict) -> bool:
 
 
 def recording_calls(census: dict) -> float:
-    """A sample's calls of the operations _records_from_python names."""
+    """A sample's calls of the operations _records_from_python names that run on the unit's device (not the host's
+    CPU): those a GPU's training_op_overhead prices."""
     ops, stretches = _checked(census)
     return sum(calls * stretch["times"] for stretch in stretches for index, calls in stretch["ops"]
-               if _records_from_python(ops[index]))
+               if _records_from_python(ops[index]) and ops[index]["where"] != "cpu")
 
 
 def host_seconds(census: dict, target) -> float:

@@ -11,7 +11,7 @@ keyed one's {operation: value}."""
 import json
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
@@ -38,8 +38,9 @@ FIELDS = {
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
             "graph_replay_fixed", "graph_replay_per_node", "kernel_enqueue"),
 }
-# Figures only a calibration measures (no catalogue entry has them: they are the host's costs of driving that GPU),
-# and only since some shipped profiles were taken: a device without one is priced by the rule it refines
+# Figures only a calibration measures (no catalogue entry has them: they are the host's costs of driving that GPU,
+# so a GPU driven by another machine's CPU leaves them out), and only since some shipped profiles were taken: a
+# device without one is priced by the rule it refines
 CALIBRATED_ONLY = {"cpu": (), "gpu": ("training_op_overhead",)}
 UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s"}
 KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("memory", "memory_bandwidth")),
@@ -101,12 +102,14 @@ class Figure:
 
 @dataclass(frozen=True)
 class Device:
-    """One CPU or GPU: `name` as `resolve` takes it, `kind` 'cpu' or 'gpu', `origin` 'catalogue' or 'calibrated'."""
+    """One CPU or GPU: `name` as `resolve` takes it, `kind` 'cpu' or 'gpu', `origin` 'catalogue' or 'calibrated',
+    `machine` the id of the machine a calibrated one is part of."""
     name: str
     title: str
     kind: str
     origin: str
     figures: Mapping[str, Figure]
+    machine: str | None = None
 
     def value(self, field: str, flops: float = None) -> float:
         """A figure's value; a sized one at `flops` per call (see Figure.at)."""
@@ -320,24 +323,29 @@ def from_profile(profile: dict, device: str) -> Device:
     if device not in sections:
         who = settings.this_host() if machine == devices.fingerprint()["machine_id"] else f"machine {machine}"
         raise HardwareError(f"device: {who} has no calibrated '{_clip(device, 60)}'; it has: {', '.join(sections)}")
-    kind, section = "cpu" if device == "cpu" else "gpu", sections[device]
-    source = f"calibrated on {machine} {profile['taken'][:10]}"
-    figures = {field: _calibrated_figure(field, section, source) for field in FIELDS[kind]}
-    figures |= {field: _calibrated_figure(field, section, source) for field in CALIBRATED_ONLY[kind] if field in section}
+    kind = "cpu" if device == "cpu" else "gpu"
     name, title = _calibrated_names(profile, device)
-    return Device(name, title, kind, "calibrated", figures)
+    return _section_device(name, title, kind, sections[device], f"calibrated on {machine} {profile['taken'][:10]}",
+                           machine)
+
+
+def unmeasured(device: Device) -> list[str]:
+    """The figures a calibrated device's profile stands in for or lacks, as calibrate measures them now."""
+    return [*device.assumptions, *(field for field in CALIBRATED_ONLY[device.kind] if not device.has(field))]
 
 
 def calibrating(host: dict, gpu: dict) -> Target:
     """A host and a GPU as the figures a calibration has measured of them so far in its pass (every figure the cost
     model reads, as a profile section holds them): what its probes of the GPU's host costs price a step at."""
-    source = "the calibration going on"
+    source, machine = "the calibration going on", devices.fingerprint()["machine_id"]
+    return Target(_section_device("calibrating-cpu", "the CPU being calibrated", "cpu", host, source, machine),
+                  _section_device("calibrating-gpu", "the GPU being calibrated", "gpu", gpu, source, machine))
 
-    def device(kind: str, section: dict) -> Device:
-        fields = (*FIELDS[kind], *(f for f in CALIBRATED_ONLY[kind] if f in section))
-        return Device(f"calibrating-{kind}", f"the {kind} being calibrated", kind, "calibrated",
-                      {field: _calibrated_figure(field, section, source) for field in fields})
-    return Target(device("cpu", host), device("gpu", gpu))
+
+def _section_device(name: str, title: str, kind: str, section: dict, source: str, machine: str) -> Device:
+    fields = (*FIELDS[kind], *(field for field in CALIBRATED_ONLY[kind] if field in section))
+    return Device(name, title, kind, "calibrated", {field: _calibrated_figure(field, section, source) for field in fields},
+                  machine)
 
 
 def _calibrated_names(profile: dict, device: str) -> tuple[str, str]:
@@ -451,6 +459,9 @@ def resolve(name: str, host: str = THIS) -> Target:
         cpus = ", ".join(d.name for d in catalogue().devices.values() if d.kind == "cpu")
         raise HardwareError(f"host: '{_clip(host, 60)}' is a GPU; a host is a CPU: {THIS}, a calibrated machine's "
                             f"id or {cpus}")
+    if device.machine != driver.machine:  # its own host's costs of driving it were another CPU's: left out
+        device = replace(device, figures={field: figure for field, figure in device.figures.items()
+                                          if field not in CALIBRATED_ONLY["gpu"]})
     return Target(driver, device)
 
 

@@ -289,7 +289,8 @@ def _latest(records: list[dict]) -> list[tuple[dict, set[str]]]:
     devices it is the latest for."""
     by_id = {record["run_id"]: record for record in records}
     latest = results.latest_complete(results.runs_frame(records), ["machine_id", "experiment", "preset"])
-    return [(by_id[run_id], set(part["device"])) for run_id, part in latest.groupby("run_id", sort=False)]
+    chosen = [(by_id[run_id], set(part["device"])) for run_id, part in latest.groupby("run_id")]
+    return sorted(chosen, key=lambda pair: (pair[0]["experiment"], pair[0].get("started") or ""))
 
 
 def _own_target(machine_id: str, device: str) -> hardware.Target | None:
@@ -309,7 +310,7 @@ def unmeasured_text(machine_id: str, device: str) -> str:
     """'' or a sentence naming the figures a machine's calibrated profile lacks (taken before calibrate measured
     them), which the cost model stands in for: its points check the model with less than this version measures."""
     target = _own_target(machine_id, device)
-    missing = [*target.host.assumptions, *(target.gpu.assumptions if target.gpu else [])] if target else []
+    missing = [*target.host.assumptions, *(hardware.unmeasured(target.gpu) if target.gpu else [])] if target else []
     if not missing:
         return ""
     return (f"Its profile was calibrated before calibrate measured {len(missing)} of its figures ({', '.join(missing)}): "

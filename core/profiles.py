@@ -145,8 +145,9 @@ FIELDS = (
           "spin kernel, not waited for)", 1e-8, 1e-2, GPU, required=False),
     Field("training_op_overhead", "s/op", "host time per autograd-recording op that Python issues, of the "
           "op_overhead_autograd probe's training step run on the GPU: the step's time less what the cost model prices "
-          "its other ops, module calls and optimiser step at, over the recording ops Python issues, their launches "
-          "and their backward's included (autograd's device thread, the caching allocator, cuBLAS's host work)",
+          "its other ops, module calls and optimiser step at, over the recording ops Python issues (their launches "
+          "included, and what else the step costs the host there: autograd's device thread, the caching "
+          "allocator, cuBLAS's host work)",
           1e-8, 1e-2, GPU, required=False),
     Field("kernel_enqueue", "s/kernel", "host time to queue a kernel that C++ launches without an operator's dispatch "
           "(torch.cuda._sleep(0), queued behind a spin kernel): each further kernel of an operation that launches "

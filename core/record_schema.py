@@ -5,8 +5,8 @@ with jsonschema when a record is loaded; a record that fails is skipped with the
 Schema 1 and schema 2 share one shape: schema 2 added a row's unit, per_call, torch_threads, warm-up
 samples and cold flag, and the record's code_version and environment, all optional to a reader. A row
 may carry a census and a breakdown (objects); a record may carry the stand-in censuses of the points a GPU
-would run (`standin`) and how many it planned (`standins_planned`). Fields not named here are allowed, so a record written by a
-newer Crossover still loads.
+would run (`standin`) and how many it planned (`standins_planned`). Fields not named here are allowed, so a
+record written by a newer Crossover still loads.
 
 The cost of checking is bounded: jsonschema spends tens of microseconds on each value it descends into,
 so the lists it walks are capped (a cap is written before `items`: keywords are checked in the order

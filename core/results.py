@@ -178,8 +178,9 @@ class RecordWriter:
         write_atomic(self.path, self.record)
 
     def plan_standins(self, planned: int) -> None:
-        """Say how many stand-in censuses the run will take, before it takes them: fewer in the record means it
-        stopped among them."""
+        """Say how many stand-in censuses the run will take (none on GPUs alone), before it takes them: fewer in
+        the record means it stopped among them."""
+        settings.require_writable("writing results")
         self.record["standins_planned"] = planned
         write_atomic(self.path, self.record)
 
@@ -294,8 +295,8 @@ STANDINS_CUT = "stopped during the stand-in censuses, after every point was meas
 
 def has_every_standin(record: dict) -> bool:
     """Whether a complete run took every stand-in census it planned (none when it measured GPUs alone). A record
-    from before `standins_planned` does not say: one that stopped after its last point, which load_records
-    reads as complete, saying so in its error, took some only."""
+    that does not say what it planned (from before `standins_planned`) and stopped after its last point, which
+    load_records reads as complete, saying so in its error, took some only."""
     planned = record.get("standins_planned")
     if planned is None:
         return not (record.get("error") or "").startswith(STANDINS_CUT)
@@ -312,7 +313,8 @@ def load_records(results_dir: Path = None) -> list[dict]:
     """Every readable record; anything else where records are kept is skipped with a warning naming it
     and why (see the module's docstring). A record still marked running that no live run holds was
     interrupted: it reads as partial. One stopped (interrupted or cancelled) after its last point, in its
-    stand-in censuses, reads as complete, saying so: the stand-ins feed predictions, not measurements."""
+    stand-in censuses, reads as complete, with fewer stand-ins than it planned (one from before it said what it
+    planned, saying so in its error): the stand-ins feed predictions, not measurements."""
     folder = results_dir or settings.results_dir()
     active = {}  # machine folder -> the run id its lock holds (each machine of a shared folder has its own)
     records = []
@@ -329,7 +331,7 @@ def load_records(results_dir: Path = None) -> list[dict]:
             record["status"] = "partial"
         if record["status"] in ("partial", "cancelled") and _measured_in_full(record):
             taken = len(record.get("standin") or [])
-            record.update(status="complete", error=None if "standins_planned" in record else
+            record.update(status="complete", error=None if record.get("standins_planned") is not None else
                           f"{STANDINS_CUT} ({taken} taken)")
         records.append(record)
     return records

@@ -96,8 +96,9 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
             state.rows.append(row)
             if progress:
                 progress(i, len(points), point, row)
-        if not all(map(devices.is_accelerator, device_names)):  # GPUs alone: their rows hold the real censuses
-            _standins(experiment, config, writer, standin_progress)
+        on_gpus_alone = all(map(devices.is_accelerator, device_names))  # their rows hold the real censuses
+        _standins(experiment, [] if on_gpus_alone else standin.points(experiment, config), config, writer,
+                  standin_progress)
         ok = any(r["status"] == "ok" for r in writer.record["rows"])
         status = "complete" if ok else "failed"
         writer.finish(status, None if ok else "no point could be measured")
@@ -113,11 +114,10 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
     return status
 
 
-def _standins(experiment: Experiment, config: dict, writer: RecordWriter,
+def _standins(experiment: Experiment, planned: list[Point], config: dict, writer: RecordWriter,
               progress: Callable[[int, int, Point, dict], None] = None) -> None:
-    """Take the stand-in censuses; a cancel among them keeps those taken, fewer than the record says were
+    """Take the planned stand-in censuses; a cancel among them keeps those taken, fewer than the record says were
     planned: every point is measured by then, and the stand-ins only feed predictions."""
-    planned = standin.points(experiment, config)
     writer.plan_standins(len(planned))
     try:
         for i, point in enumerate(planned, 1):

@@ -291,7 +291,7 @@ def test_the_training_figure_is_where_the_model_prices_the_step_at_its_time_and_
     shipped = json.loads((settings.APP_ROOT / "results" / "intel-r-xeon-r-processor-8e260d9d" / "calibration" /
                           "profile.json").read_text())
     host, gpu = shipped["cpu"], shipped["gpus"]["cuda:0"]
-    found = calibrate._counted(calibrate._training_step("cpu"), "cpu")  # its operations, as a GPU's census counts them
+    found = calibrate._counted(calibrate._training_step("meta"), "meta")  # on the GPU's stand-in, as a GPU counts it
     assert costmodel.recording_calls(found) > 0
 
     def priced(figure):
@@ -303,10 +303,19 @@ def test_the_training_figure_is_where_the_model_prices_the_step_at_its_time_and_
     assert calibrate.training_figure(0.5 * at_launch, found, host, gpu) == gpu["launch_overhead"]
 
 
-def test_the_training_step_probe_refuses_without_the_pass_s_host_and_launch_figures(monkeypatch):
-    monkeypatch.setattr(calibrate, "PASS", {"cpu": {}})
+@pytest.mark.parametrize("measured", [{"cpu": {}, "cuda:0": {"launch_overhead": 9e-6}},
+                                      {"cpu": {"op_overhead_autograd": 9e-6}, "cuda:0": {}}], ids=["host", "launch"])
+def test_the_training_step_probe_refuses_without_the_pass_s_host_and_launch_figures(monkeypatch, measured):
+    monkeypatch.setattr(calibrate, "PASS", measured)
     with pytest.raises(RuntimeError, match="cuda:0: the training step is priced at the host's and the GPU's launch"):
         calibrate.training_op_overhead("cuda:0", calibrate.QUICK)
+
+
+def test_a_step_whose_census_holds_no_recording_operation_on_the_gpu_is_refused():
+    x = torch.ones(2, device="meta")
+    found = calibrate._counted(lambda: x + 1, "meta")  # an operation, none that autograd records
+    with pytest.raises(ValueError, match="no recording operation on the GPU"):
+        calibrate.training_figure(1e-3, found, {}, {"launch_overhead": 9e-6})
 
 
 def test_a_pass_s_probes_read_the_figures_measured_before_them_in_that_pass(monkeypatch):
@@ -319,3 +328,4 @@ def test_a_pass_s_probes_read_the_figures_measured_before_them_in_that_pass(monk
     monkeypatch.setattr(calibrate.versions, "code_version", lambda: {"commit": None, "dirty": False})
     calibrate.take(["cpu"], quick=True, progress=False)
     assert seen == [{"module_call": 1e-6}, {"module_call": 1e-6}]  # each pass's own, the first probe's alone
+    assert calibrate.PASS == {}  # nothing kept once the calibration is over

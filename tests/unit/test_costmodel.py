@@ -188,16 +188,20 @@ def test_a_gpu_that_measured_a_training_step_prices_python_s_recording_ops_at_it
     assert_parts(predict(census([in_step], [stretch([(0, 1)])]), trained), parts(host=7 * US, launches=2 * US))
     transformed = op(autograd=True, transformed=True)
     assert_parts(predict(census([transformed], [stretch([(0, 1)])]), trained), parts(host=6 * US, launches=3 * US))
+    on_host = op(where="cpu", kernel=False, autograd=True)  # on the host's CPU tensors: the host's 10 us
+    assert_parts(predict(census([on_host], [stretch([(0, 1)])]), trained), parts(host=10 * US))
 
 
 def test_the_host_side_and_the_recording_calls_of_a_census_are_counted_whether_or_not_the_device_is_longer():
-    # 3 recording adds Python issues (30 us each on the trained GPU) and a 25 M-element mul (100 us on the device):
-    # the host's side is 90 us + (5 us + 4 us launch) = 99 us, a device-bound stretch of 2 us x 3 + 100 us = 106 us
+    # 3 recording adds Python issues (30 us each on the trained GPU), two 25 M-element muls (100 us each on the device)
+    # and a recording op on the host's CPU tensors (the host's 10 us): the host's side is 90 us + 2 x (5 us + 4 us
+    # launch) + 10 us = 118 us, a device-bound stretch of 3 x 2 us + 2 x 100 us = 206 us; twice
     from core.costmodel import host_seconds, recording_calls
-    found = census([op(autograd=True), BIG_MUL], [stretch([(0, 3), (1, 1)], times=2)])
+    on_host = op(where="cpu", kernel=False, autograd=True)  # not the GPU's: not among the recording calls
+    found = census([op(autograd=True), BIG_MUL, on_host], [stretch([(0, 3), (1, 2), (2, 1)], times=2)])
     trained = gpu(training_op_overhead=30 * US)
-    assert host_seconds(found, trained) == pytest.approx(2 * 99 * US)
-    assert predict(found, trained).parts["compute"] == pytest.approx(2 * 106 * US)
+    assert host_seconds(found, trained) == pytest.approx(2 * 118 * US)
+    assert predict(found, trained).parts["compute"] == pytest.approx(2 * 206 * US)
     assert recording_calls(found) == 6
 
 

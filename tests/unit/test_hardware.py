@@ -335,6 +335,9 @@ def test_a_gpu_s_training_step_figure_is_a_calibration_s_alone_and_only_where_me
     gpu = hardware.from_profile(profile, "cuda:0")
     assert gpu.has("training_op_overhead") and gpu.value("training_op_overhead") == 40e-6
     assert "training_op_overhead" not in gpu.assumptions
+    profiles.save(profile)
+    assert hardware.resolve("trained-gpu:cuda:0", host="trained-gpu").gpu.has("training_op_overhead")
+    assert not hardware.resolve("trained-gpu:cuda:0").gpu.has("training_op_overhead")  # this CPU drives it: not its
     during = hardware.calibrating(profile["cpu"], profile["gpus"]["cuda:0"])  # a pass's figures, as a probe reads them
     assert during.host.value("op_overhead_no_grad") == profile["cpu"]["op_overhead_no_grad"]
     assert during.gpu.value("training_op_overhead") == 40e-6 and during.gpu.kind == "gpu"

@@ -85,6 +85,8 @@ def test_a_run_on_gpus_alone_takes_no_stand_in_census_and_a_cpu_run_does(results
         writer = RecordWriter("matmul", "smoke", config, device_names, results_dir=results_dir)
         assert runner.run(exp, config, device_names, writer) == "complete"
         taken[device_names[0]] = writer.record["standin"]
+        assert writer.record["standins_planned"] == len(writer.record["standin"])
+        assert writer.record["error"] is None and results.has_every_standin(writer.record)
     assert taken["cuda:0"] == []
     assert {e["variant"] for e in taken["cpu"]} == {p.variant for p in exp.points(config, "cuda:0")}
 
