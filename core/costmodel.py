@@ -318,7 +318,7 @@ def _conv_seconds(op: dict, device) -> float:
 def _backward_share(op: dict, weight: list[int] | None, device) -> tuple[float, float, float] | None:
     """A convolution call's forward FLOPs and, from the device's conv_backward_share, its backward's share and the
     smallest probe's FLOPs (conv_probes.backward_share); None where the device or the census lacks them."""
-    shares = device.value(BACKWARD_SHARE) if weight and BACKWARD_SHARE in device.figures else {}
+    shares = device.value(BACKWARD_SHARE) if weight and device.has(BACKWARD_SHARE) else {}
     if not shares:
         return None
     forward = op["flops"] if op["op"] == "aten.convolution" else conv_probes.backward_forward_flops(op["shapes"])
@@ -331,7 +331,7 @@ def _conv_rate(flops: float, weight: list[int] | None, device) -> float:
     (conv_one_channel_flops) of its rank, between the two in the logarithms of its weight's input channels, from
     the one-channel rate at 1 to conv_flops' at the 16 of its probes and beyond."""
     rate = _conv_flops(flops, device)
-    if weight is None or ONE_CHANNEL not in device.figures:  # a GPU's, a host's without it, or not a known conv
+    if weight is None or not device.has(ONE_CHANNEL):  # a GPU's, a host's without it, or not a known conv
         return rate
     few = conv_probes.rates_by_rank(device.value(ONE_CHANNEL)).get(len(weight))
     if not few:  # none timed at its rank (an older profile, a catalogue CPU, a 3-D convolution)
