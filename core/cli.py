@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
                               "machine and the write-up's GPU (with --model: the --host CPU and every catalogue GPU; "
                               "GPUs named alone are compared with the --host CPU)")
     predict.add_argument("--host", default="this", help="the CPU that drives a GPU (default: this machine's)")
-    predict.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
+    predict.add_argument("--preset", help="smoke, quick (default) or paper")
     predict.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
     predict.add_argument("--model", metavar="FILE.py:BUILD_FN", help="your own model: a function returning an nn.Module")
     predict.add_argument("--input", metavar="SHAPE",
@@ -105,7 +105,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _path(text: str, field: str) -> Path:
+    """A file named on the command line; an empty name is refused (Path('') would be the folder here)."""
+    if not text.strip():
+        raise ConfigError(field, "name a file (the name given is empty)")
+    return Path(text)
+
+
 def cmd_export(args) -> int:
+    _path(args.output, "--output")
     exported = bundles.export(args.output, args.machine, args.experiment)
     print(exported.text(args.output))
     return 0
@@ -113,13 +121,13 @@ def cmd_export(args) -> int:
 
 def cmd_import(args) -> int:
     """Exit status 0 when every member was added or skipped, 1 when any was refused (2: not a bundle)."""
-    imported = bundles.import_bundle(Path(args.bundle))
+    imported = bundles.import_bundle(_path(args.bundle, "bundle"))
     print(imported.text())
     return 1 if imported.refused else 0
 
 
 def cmd_report(args) -> int:
-    print(report.write(Path(args.output)).text())
+    print(report.write(_path(args.output, "--output")).text())
     return 0
 
 
@@ -151,7 +159,8 @@ def info_text(fp: dict, code: dict) -> str:
 
 
 def cmd_list(args) -> int:
-    chosen = [experiments.get(clip(args.experiment))] if args.experiment else experiments.registry().values()
+    chosen = ([experiments.get(clip(args.experiment))] if args.experiment is not None
+              else experiments.registry().values())
     print("\n\n".join(listing_text(exp) for exp in chosen))
     return 0
 
@@ -256,24 +265,25 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+# predict's jobs besides an experiment's points, each with the options it takes besides --json
+PREDICT_JOBS = {"--on list": (), "--accuracy": (), "--writeups": (), "--model": ("--on", "--host", "--input", "--train",
+                                                                                 "--check")}
+
+
 def cmd_predict(args) -> int:
-    if args.on and "list" in (name.strip().lower() for name in args.on):
+    job = _predict_job(args)
+    if job == "--on list":
         return _print_catalogue(args.json)
-    if args.accuracy or args.writeups:
-        return _print_accuracy(args.json) if args.accuracy else _validate_writeups(args.json)
-    if args.model:
-        if args.experiment or args.set:
-            raise ConfigError("--model", "predicts your own model: give no experiment and no --set with it")
+    if job in ("--accuracy", "--writeups"):
+        return _print_accuracy(args.json) if job == "--accuracy" else _validate_writeups(args.json)
+    if job == "--model":
         return _predict_model(args)
-    given = [name for name, value in (("--input", args.input), ("--train", args.train), ("--check", args.check))
-             if value]
-    if given:
-        raise ConfigError(given[0], "goes with --model only")
     if not args.experiment:
         raise ConfigError("experiment", "name an experiment (see `python -m core list`) or give --model")
     exp = experiments.get(clip(args.experiment))
-    config = exp.config(args.preset, parse_overrides(exp, args.set))
-    targets = [hardware.resolve(clip(name), host=clip(args.host)) for name in args.on or ("this",)]
+    config = exp.config(args.preset or "quick", parse_overrides(exp, args.set))
+    names = dict.fromkeys(clip(name) for name in args.on or ("this",))  # a name given twice predicts once
+    targets = [hardware.resolve(name, host=clip(args.host)) for name in names]
     if not args.on:
         targets.append(hardware.writeup_target(exp.source)[0])
     found, censuses = [], standin.Censuses(standin.entry)
@@ -288,10 +298,36 @@ def cmd_predict(args) -> int:
         print(json.dumps([p.to_dict(target) for target, predicted in found for p in predicted], indent=1))
         return 0
     for target, predicted in found:
-        print(f"{exp.name} ({args.preset}) predicted on {target.title}:")
+        print(f"{exp.name} ({args.preset or 'quick'}) predicted on {target.title}:")
+        if not predicted:
+            print(f"  no point of this configuration runs on it (its variants: {', '.join(config['variants'])})")
         for p in predicted:
             print(f"  {p.point.variant} {results.point_text(p.point.params)}".rstrip() + f": {_prediction_text(p)}")
     return 0
+
+
+def _predict_job(args) -> str:
+    """Which job the options ask of predict: an experiment's points, or one of PREDICT_JOBS; two jobs at once, or an
+    option that goes with another job, is refused by name."""
+    listing = any(name.strip().lower() == "list" for name in args.on or ())
+    jobs = [job for job, asked in (("--on list", listing), ("--accuracy", args.accuracy), ("--writeups", args.writeups),
+                                   ("--model", args.model is not None)) if asked]
+    if len(jobs) > 1:
+        raise ConfigError(jobs[1], f"is a job of its own, as {jobs[0]} is: give one of them")
+    given = {"experiment": args.experiment is not None, "--set": bool(args.set), "--preset": args.preset is not None,
+             "--on": bool(args.on) and not (listing and len(args.on) == 1), "--host": args.host != hardware.THIS,
+             "--input": args.input is not None, "--train": args.train, "--check": args.check}
+    job = jobs[0] if jobs else "experiment"
+    takes = PREDICT_JOBS.get(job, ("experiment", "--set", "--preset", "--on", "--host"))
+    stray = next((option for option, present in given.items() if present and option not in takes), None)
+    if stray is None:
+        return job
+    if job == "--model":
+        raise ConfigError(stray, "--model predicts your own model: give no experiment, --set or --preset with it")
+    if job == "experiment":
+        raise ConfigError(stray, "goes with --model only")
+    raise ConfigError(stray, "'list' lists the catalogue: give it alone" if job == "--on list" and stray == "--on"
+                      else f"{job} takes no other option than --json")
 
 
 def _print_accuracy(as_json: bool) -> int:
@@ -369,7 +405,7 @@ def _predict_model(args) -> int:
         raise ConfigError("--input", "give the input's shape with --model, batch first (e.g. 512x84)")
     given = ownmodel.parse_input(args.input)
     model = ownmodel.load(args.model)  # refused on a read-only instance: it runs the file
-    names = args.on or [args.host, *(row["name"] for row in hardware.listing() if row["kind"] == "gpu")]
+    names = dict.fromkeys(args.on or [args.host, *(row["name"] for row in hardware.listing() if row["kind"] == "gpu")])
     targets = [hardware.resolve(clip(name), host=clip(args.host)) for name in names]
     if all(target.gpu is not None for target in targets):  # the GPUs' crossover is against the CPU that drives them
         targets.insert(0, hardware.resolve(clip(args.host)))

@@ -9,6 +9,7 @@ host memory, as a loop over host data does, and runs as on CUDA (core.standin.pl
 input is where it is used, and nn.RNN, nn.LSTM and nn.GRU run as torch runs them on a CPU (core.standin_cpu_rnn)."""
 import importlib.util
 import math
+import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +24,7 @@ from core.params import ConfigError, clip, shown
 
 MAX_DIMS = 8
 MAX_ELEMENTS = 2**34  # the input is only ever built on the meta device: this bounds nothing but typos
+RUN_BATCH = 2  # the batch of the one real call that checks a model runs before it is predicted (BatchNorm wants 2)
 MEASURE_SECONDS = 1.0  # --check: the least time torch.utils.benchmark spends timing blocks of calls
 CHECK_MEMORY_SHARE = 0.5  # --check: the most of the free memory its input may take (the model's activations need more)
 SWEEP = tuple(2**i for i in range(17))  # batch sizes tried for the crossover: 1 .. 65,536
@@ -52,7 +54,7 @@ def parse_input(text: str) -> Input:
     first the batch size, then optionally the element type (an integer type for indices such as token ids)."""
     shape_text, _, dtype = text.partition(":")
     parts = shape_text.lower().replace("×", "x").split("x")
-    if not (1 <= len(parts) <= MAX_DIMS) or not all(p.strip().isdigit() for p in parts):
+    if not (1 <= len(parts) <= MAX_DIMS) or not all(SIZE_TEXT.fullmatch(p.strip()) for p in parts):
         raise ConfigError("--input", f"{shown(text)} is not a shape such as 512x84 (1 to {MAX_DIMS} whole numbers "
                                      f"joined by x, the first the batch size; 32x50:int64 for indices)")
     shape = tuple(int(p) for p in parts)
@@ -67,12 +69,16 @@ def parse_input(text: str) -> Input:
     return Input(shape, dtype)
 
 
+SIZE_TEXT = re.compile(r"[0-9]{1,15}")  # ASCII digits, as --set reads an int; past MAX_ELEMENTS long before 15
+USERS_ERRORS = (Exception, SystemExit)  # what the user's own code may raise (a sys.exit() included): reported
+
+
 def load(spec: str) -> torch.nn.Module:
     """Build the model named by 'path/to/file.py:build_fn' (build_fn() returns a torch.nn.Module)."""
     settings.require_writable("running your own model file")
     path_text, sep, name = spec.rpartition(":")
     if not sep or not path_text or not name.isidentifier():
-        raise ConfigError("--model", f"{clip(spec)} is not path/to/file.py:build_fn")
+        raise ConfigError("--model", f"{shown(spec)} is not path/to/file.py:build_fn")
     path = Path(path_text)
     if path.suffix != ".py" or not path.is_file():
         raise ConfigError("--model", f"{clip(path_text)} is not a Python file here")
@@ -82,7 +88,7 @@ def load(spec: str) -> torch.nn.Module:
         raise ConfigError("--model", f"{clip(path_text)} has no function {clip(name)}")
     try:
         model = build()
-    except Exception as e:  # the user's own code: whatever it raises is reported, not a traceback
+    except USERS_ERRORS as e:
         raise ConfigError("--model", f"{clip(name)}() raised {type(e).__name__}: {clip(str(e), 200)}") from None
     if not isinstance(model, torch.nn.Module):
         raise ConfigError("--model", f"{clip(name)}() returned a {type(model).__name__}, not a torch.nn.Module")
@@ -103,7 +109,7 @@ def _import(path: Path):
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as e:  # the user's file failed to import
+    except USERS_ERRORS as e:  # the user's file failed to import
         raise ConfigError("--model", f"{clip(str(path))} failed to import: {type(e).__name__}: "
                                      f"{clip(str(e), 200)}") from None
     return module
@@ -123,7 +129,7 @@ def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dic
         with standin.playing_cuda() if on_gpu else standin.playing_cpu():
             call()  # lazy modules and the optimiser's state come to be on the first call
             return census.of(call, devices.STAND_IN).summary()
-    except (RuntimeError, TypeError, ValueError, NotImplementedError) as e:
+    except USERS_ERRORS as e:
         raise _failed(e, given, train) from None
 
 
@@ -138,17 +144,39 @@ def measure(model: torch.nn.Module, given: Input, train: bool) -> benchmark.Meas
         raise ConfigError("--check", f"the input {given.text} alone takes {needed / 2**30:.1f} GiB, over "
                                      f"{CHECK_MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB this machine has "
                                      f"free: check a smaller batch (the prediction itself allocates nothing)")
+    call = _one_call(model, train, lambda: x)
     try:
-        x = torch.randn(given.shape) if dtype.is_floating_point else torch.zeros(given.shape, dtype=dtype)
-        call = _one_call(model, train, lambda: x)
+        x = _real_input(given, torch.device("cpu"))
         call()
         timer = benchmark.Timer("call()", globals={"call": call}, num_threads=torch.get_num_threads())
         return timer.blocked_autorange(min_run_time=MEASURE_SECONDS)
     except MemoryError:
         raise ConfigError("--check", f"timing on input {given.text} ran out of this machine's memory: check a smaller "
                                      f"batch") from None
-    except (RuntimeError, TypeError, ValueError, NotImplementedError) as e:
+    except USERS_ERRORS as e:
         raise _failed(e, given, train) from None
+
+
+def runs(model: torch.nn.Module, given: Input, train: bool) -> None:
+    """One call of `model` for real, where its parameters are, at a batch of at most RUN_BATCH: a model that cannot
+    take its input (an element type its first layer refuses, say) is refused here, which the meta device that the
+    census runs on does not always do."""
+    first = next(model.parameters(), None)
+    small = given.at(min(given.shape[0], RUN_BATCH))
+    x = _real_input(small, first.device if first is not None else torch.device("cpu"))
+    call = _one_call(model, train, lambda: x)
+    try:
+        call()
+    except USERS_ERRORS as e:
+        raise _failed(e, given, train) from None  # the input as given: its batch is seldom what fails
+
+
+def _real_input(given: Input, device: torch.device) -> torch.Tensor:
+    """Random floats, or zeros for indices (a valid index into any table)."""
+    dtype = DTYPES[given.dtype]
+    if dtype.is_floating_point:
+        return torch.randn(given.shape, device=device)
+    return torch.zeros(given.shape, dtype=dtype, device=device)
 
 
 def _one_call(model: torch.nn.Module, train: bool, fetch) -> Callable[[], object]:
@@ -186,6 +214,9 @@ def _index_hint(error: Exception, given: Input) -> str:
 def _first_tensor(output) -> torch.Tensor:
     if isinstance(output, torch.Tensor):
         return output
+    if not isinstance(output, (dict, list, tuple)):
+        raise TypeError(f"the model's output is a {type(output).__name__}: a training step needs a tensor (or a "
+                        f"tuple, list or dict holding one)")
     for item in (output.values() if isinstance(output, dict) else output):
         if isinstance(item, torch.Tensor):
             return item
@@ -195,12 +226,22 @@ def _first_tensor(output) -> torch.Tensor:
 def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) -> list[dict]:
     """Per target (a core.hardware.Target): the predicted seconds of one call and its parts; for a GPU, the
     batch size from which it beats the first CPU target (each predicted over SWEEP), or None."""
+    runs(model, given, train)
     censuses = {}
 
     def census_at(batch: int, on_gpu: bool) -> dict:
         if (batch, on_gpu) not in censuses:
             censuses[batch, on_gpu] = take(model, given.at(batch), train, on_gpu)
         return censuses[batch, on_gpu]
+
+    def takes(batch: int) -> bool:
+        """Whether the model runs at a batch of the sweep (BatchNorm training on one sample does not); the batch
+        asked for has run by then, or its error was the answer."""
+        try:
+            census_at(batch, False)
+        except ConfigError:
+            return False
+        return True
 
     cpu = next((t for t in targets if t.gpu is None), None)
     found = []
@@ -212,7 +253,7 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
                  "parts": prediction.parts, "notes": list(prediction.notes)}
         if on_gpu and cpu is not None:
             sweep = [(b, costmodel.predict(census_at(b, False), cpu).seconds,
-                      costmodel.predict(census_at(b, True), target).seconds) for b in SWEEP]
+                      costmodel.predict(census_at(b, True), target).seconds) for b in SWEEP if takes(b)]
             entry |= {"crossover_batch": costmodel.crossover(sweep), "crossover_against": cpu.title}
         found.append(entry)
     return found
@@ -251,7 +292,7 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
         lines.append(line)
     if any("crossover_batch" in entry for entry in found):
         lines.append("The GPU's figures include copying the input from pageable host memory each call; the "
-                     f"crossover compares one call at each batch size {SWEEP[0]} to {SWEEP[-1]:,}.")
+                     f"crossover compares one call at each batch size {SWEEP[0]} to {SWEEP[-1]:,} that the model takes.")
     for note in dict.fromkeys(note for entry in found for note in entry.get("notes", ())):
         lines.append(f"Note: {note}.")
     if compiled:

@@ -23,6 +23,8 @@ def clip(text: str, chars: int = SHOWN_CHARS) -> str:
 
 def shown(value: Any) -> str:
     """A value as an error message echoes it: its repr, clipped."""
+    if isinstance(value, str):  # clipped inside its quotes
+        return repr(clip(value))
     try:
         return clip(repr(value))
     except ValueError:  # an int past Python's digit limit for printing
@@ -70,9 +72,13 @@ class Param:
     def parse(self, text: str) -> Any:
         """Convert command-line text ('16,200,4096' for a list) and check it."""
         items = [t.strip() for t in str(text).split(",")] if self.many else [str(text).strip()]
-        items = [t for t in items if t != ""]
-        if not self.many and not items:
-            raise ConfigError(self.name, f"needs a value; allowed: {self.allowed()}")
+        if items == [""]:
+            if not self.many:
+                raise ConfigError(self.name, f"needs a value; allowed: {self.allowed()}")
+            items = []
+        if "" in items:  # '16,,64' or '16,': a value left out, not one fewer point
+            raise ConfigError(self.name, f"{shown(str(text))} has an empty value between commas; allowed: "
+                                         f"{self.allowed()}")
         if self.many:
             self._check_count(items)
         values = tuple(self._convert(t) for t in items)

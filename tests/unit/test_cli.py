@@ -197,3 +197,10 @@ def test_a_run_line_names_the_largest_part_or_says_why_it_has_no_split():
     row["breakdown"]["adds_up"] = False
     assert cli._inspection_text(row) == "; no split of its time: the profiler's overhead outgrew these tiny operations"
     assert cli._inspection_text(row | {"breakdown": {}}) == ""  # not profiled: nothing said
+
+
+@pytest.mark.parametrize("argv, field", [(["list", ""], "experiment"), (["import", ""], "bundle"),
+                                         (["export", "-o", ""], "--output"), (["report", "-o", " "], "--output")])
+def test_an_empty_name_is_refused_naming_the_field(capsys, results_dir, argv, field):
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(f"error: {field}: ")

@@ -15,6 +15,9 @@ def test_list_parameters_parse_and_check_each_value():
         sizes.parse("a")
     with pytest.raises(ConfigError, match="at least one value"):
         sizes.parse("")
+    for typo in ("16,,64", "16,", ",16"):  # a value left out is refused, not read as one point fewer
+        with pytest.raises(ConfigError, match=rf"^sizes: '{typo}' has an empty value between commas; allowed: "):
+            sizes.parse(typo)
 
 
 def test_scalar_bool_and_choice_parameters():
@@ -80,7 +83,7 @@ def test_ints_are_written_in_digits():
     for text in ("1e3", "3.5", "16.0", "0x10", "1_000", "nan", "inf", "ten"):
         with pytest.raises(ConfigError, match=rf"^seed: '{text}' is not an int written in digits; allowed: int from"):
             seed.parse(text)
-    with pytest.raises(ConfigError, match=r"^seed: '9{39}… is out of range; allowed: int from -5 to 1000000$"):
+    with pytest.raises(ConfigError, match=r"^seed: '9{40}…' is out of range; allowed: int from -5 to 1000000$"):
         seed.parse("9" * 5000)  # more digits than Python converts
     with pytest.raises(ConfigError, match=r"^seed: needs a value; allowed: "):
         seed.parse(" ")
@@ -103,12 +106,12 @@ def test_list_values_are_distinct_and_capped():
 def test_a_long_bad_value_is_echoed_clipped():
     with pytest.raises(ConfigError) as caught:
         Param("lr", float, 0.1, low=0, high=1).parse("x" * 100_000)
-    assert str(caught.value) == "lr: '" + "x" * 39 + "… is not a number; allowed: float from 0 to 1"
+    assert str(caught.value) == "lr: '" + "x" * 40 + "…' is not a number; allowed: float from 0 to 1"
     exp = experiments.get("matmul")
     with pytest.raises(ConfigError) as caught:
         exp.config("quick", {"y" * 100_000: 1})
     assert caught.value.field == "y" * 40 + "…" and len(str(caught.value)) < 200
-    with pytest.raises(ConfigError, match=r"^preset: 'zzz.{36}… is not one of smoke, quick, paper$"):
+    with pytest.raises(ConfigError, match=r"^preset: 'zzz.{37}…' is not one of smoke, quick, paper$"):
         exp.config("z" * 100_000)
     with pytest.raises(ConfigError, match=r"^repeats: 'a' is a str, not int; allowed: int from 1 to 100$"):
         exp.config("quick", {"repeats": "a"})

@@ -45,6 +45,23 @@ class Tagger(torch.nn.Module):  # token ids in, a tag per token out
 
 def tagger():
     return Tagger()
+
+def exits():
+    raise SystemExit(0)
+
+class Counts(torch.nn.Module):  # its forward returns a number, not a tensor
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(84, 1)
+
+    def forward(self, x):
+        return 5
+
+def counts():
+    return Counts()
+
+def normalised():  # BatchNorm trains on 2 samples or more: the crossover sweep starts at batch 2
+    return torch.nn.Sequential(torch.nn.Linear(84, 16), torch.nn.BatchNorm1d(16), torch.nn.Linear(16, 1))
 '''
 
 
@@ -252,11 +269,38 @@ def test_a_compiled_model_is_predicted_as_its_eager_operations_and_says_so(capsy
     (["--model", "{file}:build", "--input", "8x84:float16"], "not one of float32, int64, int32 (half precision"),
     (["--model", "{file}:build", "--input", "8x84:int8"], "the element type 'int8' is not one of float32, int64"),
     ([], "name an experiment"),
+    (["--model", "{file}:build", "--input", "8x84:int64"], "one forward on input 8x84:int64 failed: RuntimeError"),
+    (["--model", "{file}:exits", "--input", "8x84"], "exits() raised SystemExit: 0"),
+    (["--model", "{file}:counts", "--input", "8x84", "--train"], "the model's output is a int: a training step needs"),
+    (["--model", "{file}:build", "--input", "²x84"], "--input: '²x84' is not a shape"),
+    (["--model", "{file}:build", "--input", "1x" + "9" * 5000], "is not a shape such as 512x84"),
+    (["--model", "", "--input", "8x84"], "--model: '' is not path/to/file.py:build_fn"),
+    (["--model", "{file}:build", "--input", "8x84", "--accuracy"], "--model: is a job of its own, as --accuracy is"),
+    (["--model", "{file}:build", "--input", "8x84", "--preset", "paper"], "--preset: --model predicts your own model"),
+    (["matmul", "--accuracy"], "experiment: --accuracy takes no other option than --json"),
+    (["--writeups", "--set", "sizes=8"], "--set: --writeups takes no other option than --json"),
+    (["--on", "list", "--on", "t4"], "--on: 'list' lists the catalogue: give it alone"),
 ])
 def test_model_errors_name_the_field(capsys, calibrated, model_file, argv, message):
     argv = [a.replace("{file}", str(model_file)) for a in argv]
     assert main(["predict", *argv, "--on", "this"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_batch_the_model_cannot_take_is_left_out_of_the_crossover_sweep(capsys, calibrated, model_file):
+    assert main(["predict", "--model", f"{model_file}:normalised", "--input", "64x84", "--train", "--on", "t4",
+                 "--json"]) == 0
+    gpu = next(entry for entry in json.loads(capsys.readouterr().out) if entry["device"] == "t4")
+    assert gpu["predicted_s"] > 0 and "crossover_batch" in gpu
+
+
+def test_a_name_given_twice_predicts_once_and_a_configuration_with_no_point_on_a_gpu_says_so(capsys, calibrated,
+                                                                                             model_file):
+    assert main(["predict", "--model", f"{model_file}:build", "--input", "8x84", "--on", "t4", "--on", "t4",
+                 "--json"]) == 0
+    assert [entry["device"] for entry in json.loads(capsys.readouterr().out)] == ["this", "t4"]
+    assert main(["predict", "matmul", "--on", "t4", "--preset", "smoke", "--set", "variants=numpy"]) == 0
+    assert "no point of this configuration runs on it (its variants: numpy)" in capsys.readouterr().out
 
 
 def test_your_own_model_is_refused_read_only_before_it_runs(capsys, calibrated, tmp_path, monkeypatch):
