@@ -143,7 +143,7 @@ def measure(model: torch.nn.Module, given: Input, train: bool) -> benchmark.Meas
     if needed > CHECK_MEMORY_SHARE * available:
         raise ConfigError("--check", f"the input {given.text} alone takes {needed / 2**30:.1f} GiB, over "
                                      f"{CHECK_MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB this machine has "
-                                     f"free: check a smaller batch (the prediction itself allocates nothing)")
+                                     f"free: check a smaller batch (the prediction itself runs it at batch 2 only)")
     call = _one_call(model, train, lambda: x)
     try:
         x = _real_input(given, torch.device("cpu"))
