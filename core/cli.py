@@ -281,7 +281,8 @@ def cmd_predict(args) -> int:
     if not args.experiment:
         raise ConfigError("experiment", "name an experiment (see `python -m core list`) or give --model")
     exp = experiments.get(clip(args.experiment))
-    config = exp.config(args.preset or "quick", parse_overrides(exp, args.set))
+    preset = args.preset or "quick"  # None when not given: --preset goes with an experiment only
+    config = exp.config(preset, parse_overrides(exp, args.set))
     names = dict.fromkeys(clip(name) for name in args.on or ("this",))  # a name given twice predicts once
     targets = [hardware.resolve(name, host=clip(args.host)) for name in names]
     if not args.on:
@@ -298,7 +299,7 @@ def cmd_predict(args) -> int:
         print(json.dumps([p.to_dict(target) for target, predicted in found for p in predicted], indent=1))
         return 0
     for target, predicted in found:
-        print(f"{exp.name} ({args.preset or 'quick'}) predicted on {target.title}:")
+        print(f"{exp.name} ({preset}) predicted on {target.title}:")
         if not predicted:
             print(f"  no point of this configuration runs on it (its variants: {', '.join(config['variants'])})")
         for p in predicted:
