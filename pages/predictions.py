@@ -194,8 +194,9 @@ else:
 # -- (c) will a GPU help? -----------------------------------------------------------------------------------
 st.header("Will a GPU help?")
 st.markdown("Pick an experiment and one of its runs (a configuration measured with stand-in censuses): for each GPU "
-            f"of the catalogue, its predicted time per unit against this run's measured CPU time, driven by {host}'s "
-            "CPU, and from where along the swept parameter the GPU would be faster.")
+            "of the catalogue, its predicted time per unit against this run's measured CPU time, driven by the run's "
+            f"own CPU where its machine is calibrated (else {host}'s), and from where along the swept parameter the "
+            "GPU would be faster.")
 st.caption("Your own model: `python -m core predict --model path/to/file.py:build_fn --input 512x84 [--train] "
            "[--check]` predicts one forward (or training step) of it on this CPU and on every catalogue GPU, with the "
            "batch from which each GPU would win; `--check` also times it on this CPU beside its prediction. It runs "
@@ -225,15 +226,17 @@ if compared.empty:
 params = predicted.swept(record)
 x = predicted.main_param(pd.concat([measured, compared]), params)
 others = [p for p in params if p != x]
-summary = compared.groupby("gpu", sort=False).agg(
-    points=("point", "size"), median_speedup=("speedup", "median"), best_speedup=("speedup", "max"))
+driver = predicted.driver_title(record)
 st.markdown(f"**Predicted speedup over {predicted.measured_label(record)}** per GPU over this run's points: CPU time / "
             "predicted GPU time, above 1 the GPU would be faster; a variant the CPU does not run is set against the "
-            "fastest CPU variant at the same point.")
-st.dataframe(summary.reset_index(), hide_index=True, column_config={
-    "gpu": f"GPU (predicted, driven by {host}'s CPU)",
+            "fastest CPU variant at the same point. A host-bound point's predicted time is mostly the host's "
+            f"({predictions.bounds_text()}): the CPU that drives the GPU sets it, so every GPU comes out alike there.")
+summary = predicted.gpu_summary(compared)
+st.dataframe(summary.assign(host_bound=100 * summary["host_bound"]), hide_index=True, column_config={
+    "gpu": f"GPU (predicted, driven by {driver})",
     "median_speedup": st.column_config.NumberColumn("median predicted speedup", format="%.2f"),
-    "best_speedup": st.column_config.NumberColumn("best predicted speedup", format="%.2f")})
+    "best_speedup": st.column_config.NumberColumn("best predicted speedup", format="%.2f"),
+    "host_bound": _share_column("host-bound points")})
 if x:
     st.markdown(f"**Where a GPU would start to win** along {x}: for each GPU (a column), the smallest {x} from which "
                 f"it is predicted faster than the measured CPU at every larger {x} of the run, or never.")
@@ -241,15 +244,26 @@ if x:
     if len(crossing):
         st.dataframe(crossing, hide_index=True)
     else:
-        st.caption("No point of this run has both a measured CPU time and a prediction.")
+        st.caption(f"No line of this run compares two {x} or more with both a measured CPU time and a prediction: "
+                   "there is no crossover to find along it.")
     variant = st.selectbox("Variant to draw", list(dict.fromkeys(compared["variant"])), key=f"help-variant-{name}")
-    long = predicted.chart_frame(compared[compared["variant"] == variant], predicted.measured_label(record), x,
-                                 others)
-    st.altair_chart(charts.measured_and_predicted(
-        long, x, title=f"{with_standin[name].title}, {variant}: measured CPU and every GPU predicted", x_title=x,
-        y_title=predicted.unit_text(long), tooltip=["variant", "CPU variant", "point"]), width="stretch")
-    st.caption("Solid lines, filled points: measured. Dotted lines, hollow points: predicted by the cost model for each "
-               f"GPU driven by {host}'s CPU, not measured.")
+    titles = {row["name"]: row["title"] for row in predicted.gpu_choices()}
+    drawn = st.multiselect(
+        "GPUs to draw", summary["gpu"].tolist(), key=f"help-gpus-{name}",
+        default=predicted.drawn_by_default(summary, titles.get(predicted.chosen_gpu())),
+        max_selections=len(charts.PREDICTED_COLOURS),
+        help=f"At most {len(charts.PREDICTED_COLOURS)}, each its own colour; by default the sidebar's GPU and those "
+             "predicted the least and the most faster")
+    if not drawn:
+        st.info("Pick a GPU to draw beside the measured CPU.")
+    else:
+        long = predicted.chart_frame(compared[(compared["variant"] == variant) & compared["gpu"].isin(drawn)],
+                                     predicted.measured_label(record), x, others)
+        st.altair_chart(charts.measured_and_predicted(
+            long, x, title=f"{with_standin[name].title}, {variant}: measured CPU and the GPUs picked, predicted",
+            x_title=x, y_title=predicted.unit_text(long), tooltip=["variant", "CPU variant", "point"]), width="stretch")
+        st.caption("Solid lines, filled points: measured. Dotted lines, hollow points: predicted by the cost model for "
+                   f"each GPU driven by {driver}, not measured.")
 with st.expander("Every point, every GPU"):
     st.dataframe(predicted.comparison_table(compared).assign(GPU=compared["gpu"]), hide_index=True,
                  column_config=predicted.FIGURES)

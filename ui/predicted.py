@@ -288,26 +288,58 @@ def comparison_table(compared: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- the Predictions page's "Will a GPU help?" ----------------------------------------------------------------
+def driver(record: dict) -> str:
+    """The CPU that drives the GPUs predicted for a run, set against its measured CPU: the run's own machine's where
+    it has a calibrated profile (one CPU on both sides), else this machine's."""
+    machine = record.get("machine_id")
+    if machine and machine != devices.fingerprint()["machine_id"] and profiles.load(machine) is not None:
+        return machine
+    return hardware.THIS
+
+
+def driver_title(record: dict) -> str:
+    return hardware.device_named(driver(record), what="host").title
+
+
 def every_gpu(record: dict, measured: pd.DataFrame) -> pd.DataFrame:
-    """The run's stand-in points predicted on every GPU of gpu_choices (driven by this machine's CPU),
-    each beside its measured CPU time (compare), with `gpu` (its title) and `series` (its legend label)."""
+    """The run's stand-in points predicted on every GPU of gpu_choices (driven by the run's driver), each beside its
+    measured CPU time (compare), with `gpu` (its title), `series` (its legend label) and `host_share` (the host's
+    part of the predicted time: launches and loading included)."""
     found = []
     for row in gpu_choices():
-        target = hardware.resolve(row["name"], host="this")
-        found.append(compare(measured, predicted_gpu(record, target)).assign(
-            gpu=row["title"], series=f"{row['title']} (predicted, not measured)"))
+        target = hardware.resolve(row["name"], host=driver(record))
+        rows = compare(measured, predicted_gpu(record, target))
+        found.append(rows.assign(gpu=row["title"], series=f"{row['title']} (predicted, not measured)",
+                                 host_share=(rows["time_host_s"] + rows["time_loading_s"]) / rows["median_s"]))
     return pd.concat(found, ignore_index=True)
 
 
+def drawn_by_default(summary: pd.DataFrame, picked_title: str | None) -> list[str]:
+    """The GPUs the comparison chart draws unless a reader picks others: the sidebar's, and those predicted the least
+    and the most faster (median), each once."""
+    ranked = summary.sort_values("median_speedup", kind="stable")["gpu"].tolist()
+    return list(dict.fromkeys(g for g in (picked_title, *ranked[:1], *ranked[-1:]) if g in ranked))
+
+
+def gpu_summary(compared: pd.DataFrame) -> pd.DataFrame:
+    """Per GPU: its points, median and best predicted speedup, and the share of its points that are host-bound
+    (predictions.bound): where most are, the CPU driving the GPU sets their time, and the GPUs come out alike."""
+    return compared.assign(host_bound=compared["host_share"].map(lambda share: predictions.bound(share) ==
+                                                                 "host-bound")).groupby("gpu", sort=False).agg(
+        points=("point", "size"), median_speedup=("speedup", "median"), best_speedup=("speedup", "max"),
+        host_bound=("host_bound", "mean")).reset_index()
+
+
 def crossover_table(compared: pd.DataFrame, x: str, others: list[str]) -> pd.DataFrame:
-    """One line per variant and setting of the other swept parameters, one column per GPU: the smallest `x`
-    from which that GPU is predicted faster than the measured CPU at every larger `x` compared
-    (analysis.crossovers), or "never"."""
+    """One line per variant and setting of the other swept parameters that compares two `x` or more, one column
+    per GPU: the smallest `x` from which that GPU is predicted faster than the measured CPU at every larger `x`
+    compared (analysis.crossovers), or "never"."""
     paired = compared[compared["speedup"].notna()]
-    if paired.empty:
-        return pd.DataFrame()
     paired = paired.assign(**{x: pd.to_numeric(paired[x]), "other parameters": line_text(paired, others)})
     lines = ["variant", "other parameters"]
+    paired = paired[paired.groupby(lines)[x].transform("nunique") > 1]  # one x compared: nothing to cross
+    if paired.empty:
+        return pd.DataFrame()
     found = analysis.crossovers(paired, x, ["gpu", *lines])
     found = found.assign(faster=found["crossover"].map(lambda v: "never" if v is None or pd.isna(v) else _value(v)),
                          **{f"{x} compared": found["smallest"].map(_value) + " to " + found["largest"].map(_value)})

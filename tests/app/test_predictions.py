@@ -124,7 +124,15 @@ def test_the_predictions_page_checks_the_model_and_answers_will_a_gpu_help(made,
     crossing = next(d.value for d in at.dataframe if "size compared" in d.value.columns)
     assert (crossing["size compared"] == "8 to 32").all() and {"T4", "H100 SXM"} <= set(crossing.columns)
     assert crossing["T4"].isin(["8", "32", "never"]).all()
-    assert any("T4 (predicted, not measured)" in spec for spec in specs)
+    assert gpus["host_bound"].between(0, 100).all()  # the share of each GPU's points that are host-bound, in percent
+    # the chart draws a few GPUs, each its own colour: the sidebar's, the least and the most faster; a reader picks
+    drawn = at.multiselect(key="help-gpus-matmul").value
+    assert 1 <= len(drawn) <= 3 and all(any(f"{g} (predicted, not measured)" in s for s in specs) for g in drawn)
+    assert not any(f"{g} (predicted, not measured)" in s for s in specs for g in set(gpus["gpu"]) - set(drawn))
+    at.multiselect(key="help-gpus-matmul").set_value(["T4"]).run()
+    assert any("T4 (predicted, not measured)" in spec for spec in chart_specs(at))
+    at.multiselect(key="help-gpus-matmul").set_value([]).run()
+    assert not at.exception and any("Pick a GPU to draw" in i.value for i in at.info)
     assert "The catalogue, against a GPU that measured" not in [s.value for s in at.subheader]  # no GPU measured here
 
 
@@ -260,3 +268,13 @@ def test_the_predicted_section_prefers_a_run_that_took_every_stand_in_census(shi
     elsewhere = ordered[len(here):]
     assert elsewhere[-1] is cut and all(results.has_every_standin(r) for r in elsewhere[:-1])
     assert [r["started"] for r in elsewhere[:-1]] == sorted((r["started"] for r in elsewhere[:-1]), reverse=True)
+
+
+def test_a_run_of_another_calibrated_machine_sets_its_measured_cpu_against_gpus_driven_by_that_cpu(shipped_results):
+    from ui import predicted
+    records = results.load_records(shipped_results)
+    elsewhere = next(r for r in records if r["machine_id"] == "intel-r-xeon-r-processor-8e260d9d" and r["standin"])
+    assert predicted.driver(elsewhere) == "intel-r-xeon-r-processor-8e260d9d"
+    assert "intel-r-xeon-r-processor-8e260d9d" in predicted.driver_title(elsewhere)
+    uncalibrated = dict(elsewhere, machine_id="no-profile-here")
+    assert predicted.driver(uncalibrated) == "this"
