@@ -783,8 +783,10 @@ def take(workload: timing.Workload, device: str) -> dict:
 
 
 def _count_text(value: int | float, noun: str) -> str:
-    number = f"{value:,}" if isinstance(value, int) else f"{value:,.2f}".rstrip("0").rstrip(".")
-    return f"{number} {noun}" + ("" if value == 1 else "s")
+    """'38 operations'; a count per unit of a sample of several units may be an average: 'about 38 operations'."""
+    if value == int(value):
+        return f"{int(value):,} {noun}" + ("" if value == 1 else "s")
+    return f"about {value:,.0f} {noun}s" if value >= 10 else f"{value:,.2f}".rstrip("0").rstrip(".") + f" {noun}s"
 
 
 def _bytes_text(n: int | float) -> str:

@@ -90,7 +90,10 @@ def _input(exp: Experiment, preset: str, p: Param, value):
     Keys include the preset, so switching presets shows that preset's values."""
     key, help_ = f"{exp.name}-{preset}-{p.name}", f"{p.help} ({p.allowed()})"
     if p.choices and p.many:
-        return p.check(tuple(st.multiselect(p.name, p.choices, **_kept(key, list(value)), help=help_)))
+        chosen = tuple(st.multiselect(p.name, p.choices, **_kept(key, list(value)), help=help_))
+        if not chosen:  # the Param's own message speaks of typing a comma-separated list
+            raise ConfigError(p.name, f"choose at least one of {', '.join(map(str, p.choices))}")
+        return p.check(chosen)
     if p.kind is bool:
         return st.checkbox(p.name, **_kept(key, value), help=help_)
     shown = ",".join(map(str, value)) if p.many else str(value)

@@ -95,3 +95,13 @@ def test_a_run_among_its_stand_in_censuses_says_how_many_of_those_planned_are_ta
     assert "censuses (0 taken)" in rerun_panel.progress_text(job | jobs.progress(str(writer.path)))
     writer.plan_standins(3)
     assert "censuses (0 of 3 taken)" in rerun_panel.progress_text(job | jobs.progress(str(writer.path)))
+
+
+def test_an_empty_choice_of_variants_asks_to_choose_one_of_them(results_dir):
+    at = render("pages/matmul.py")
+    at.selectbox(key="matmul-preset").set_value("smoke").run()
+    at.multiselect(key="matmul-smoke-variants").set_value([]).run()
+    assert not at.exception
+    [message] = [e.value for e in at.error]
+    assert message.startswith("variants: choose at least one of ") and "comma" not in message
+    assert not [b for b in at.button if b.label == "Run"]

@@ -264,3 +264,13 @@ def test_thinned_keeps_the_ends_and_at_most_the_limit():
     kept = thinned(logged, 50)
     assert len(kept) == 50 and kept[0] == (1, 1.0) and kept[-1] == (1000, 0.001)
     assert thinned(logged[:10], 50) == logged[:10]
+
+
+def test_the_cost_per_read_in_words_is_never_negative_and_hook_counts_read_as_words():
+    from core.experiments.iris import analysis as iris_analysis
+    assert iris_analysis.read_text(12.34) == "12.3 µs per read"
+    assert iris_analysis.read_text(-168.4).startswith("no measurable cost per read")
+    assert iris_analysis.read_text(float("nan")) == "the cost per read not measured"
+    assert iris_analysis._times(pd.Series([10, 10, 10])) == "10 times"
+    assert iris_analysis._times(pd.Series([1])) == "1 time"
+    assert iris_analysis._times(pd.Series([10, 9])) == "10 and 9 times"

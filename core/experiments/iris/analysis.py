@@ -125,14 +125,14 @@ def reading_barely_matters(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding
     on_gpu = analysis.on_accelerator(costs)
     cpu, gpu = costs[~on_gpu], costs[on_gpu]
     cpu_text = (f"On the CPU, reading every epoch took {cpu['every_vs_never'].median():.2f}x the time of never "
-                f"reading ({cpu['us_per_read'].median():.1f} µs per read)." if len(cpu) else "")
+                f"reading ({read_text(cpu['us_per_read'].median())})." if len(cpu) else "")
     if gpu.empty:
         raise NoFinding(NEEDS_GPU, f"No GPU results on any machine yet: run this experiment on a GPU. {cpu_text}")
     stated = figures.set_index("id")
     least = stated.loc[GPU_EVERY_2000]
     return Finding(gpu["every_vs_never"].median() <= BARELY,
                    f"On the GPU, reading every epoch took {gpu['every_vs_never'].median():.2f}x the time of never "
-                   f"reading ({gpu['us_per_read'].median():.1f} µs per read; median over {len(gpu)} GPU(s)). "
+                   f"reading ({read_text(gpu['us_per_read'].median())}; median over {len(gpu)} GPU(s)). "
                    f"Published: reading every epoch took {stated.loc[GPU_EVERY_EPOCH, 'value'] / least['value']:.2f}x "
                    f"the time of reading every {int(least['log_every']):,} epochs. {cpu_text}")
 
@@ -146,10 +146,28 @@ def hook_only_through_call(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding
     via_forward = hooked[hooked["call"] == "model.forward(x)"]
     holds = bool(len(via_call) and len(via_forward) and (via_call["hook_calls"] == via_call["check_calls"]).all()
                  and (via_forward["hook_calls"] == 0).all())
-    return Finding(holds, f"Over {CHECK_CALLS} calls the hook ran {via_call['hook_calls'].tolist()} time(s) through "
-                          f"model(x) and {via_forward['hook_calls'].tolist()} through model.forward(x), per device "
-                          f"and machine. One call took {via_call['us_per_call'].median():.1f} µs vs "
+    return Finding(holds, f"Over {CHECK_CALLS} calls the hook ran {_times(via_call['hook_calls'])} through model(x) "
+                          f"and {_times(via_forward['hook_calls'])} through model.forward(x), on each device and "
+                          f"machine. One call took {via_call['us_per_call'].median():.1f} µs vs "
                           f"{via_forward['us_per_call'].median():.1f} µs (median).")
+
+
+def _times(counts: pd.Series) -> str:
+    """'10 times' where every device and machine counted 10, else '10, 10 and 9 times' (one count each)."""
+    values = [f"{int(n):,}" for n in counts]
+    if len(set(values)) == 1:
+        return f"{values[0]} time{'' if values[0] == '1' else 's'}"
+    return f"{', '.join(values[:-1])} and {values[-1]} times"
+
+
+def read_text(us_per_read) -> str:
+    """The extra time per read (a slope over the runs' read counts) in words: a slope at or below zero is noise, no
+    measurable cost."""
+    if us_per_read is None or pd.isna(us_per_read):
+        return "the cost per read not measured"
+    if us_per_read <= 0:
+        return "no measurable cost per read: the runs' times do not grow with their reads"
+    return f"{us_per_read:.1f} µs per read"
 
 
 CLAIMS = [
