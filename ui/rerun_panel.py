@@ -101,12 +101,15 @@ def _input(exp: Experiment, preset: str, p: Param, value):
 
 
 def _estimate(exp: Experiment, preset: str, config: dict, picked: list[str]) -> str:
-    guess = sum(exp.estimate_seconds(config, d) for d in picked)
-    text = f"Estimated time: {rough_duration(guess)} (a rough guess from the work involved)"
+    """The last complete run of the preset here, where there is one (what a run really takes); and the guess from
+    the timed work alone, which leaves out each point's census, profile and GPU stand-in census (most of a smoke
+    run)."""
+    guess = rough_duration(sum(exp.estimate_seconds(config, d) for d in picked))
     last = _last_complete(exp.name, preset)
+    timed = f"the timed work alone: {guess}, before each point's census, profile and stand-in census"
     if last is not None:
-        text += f"; the last complete {preset} run here took {duration(last)}"
-    return text + "."
+        return f"The last complete {preset} run here took {duration(last)} ({timed})."
+    return f"Estimated: {timed} (a rough guess; no complete {preset} run here yet)."
 
 
 def _last_complete(experiment: str, preset: str) -> float | None:

@@ -105,3 +105,15 @@ def test_an_empty_choice_of_variants_asks_to_choose_one_of_them(results_dir):
     [message] = [e.value for e in at.error]
     assert message.startswith("variants: choose at least one of ") and "comma" not in message
     assert not [b for b in at.button if b.label == "Run"]
+
+
+def test_the_estimate_says_the_last_complete_run_first_and_what_the_guess_leaves_out(results_dir, monkeypatch):
+    monkeypatch.setattr(rerun_panel, "_last_complete", lambda experiment, preset: None)
+    at = render("pages/matmul.py")
+    at.selectbox(key="matmul-preset").set_value("smoke").run()
+    [text] = [c.value for c in at.sidebar.caption if "timed work alone" in c.value]
+    assert text.startswith("Estimated: the timed work alone: ") and "no complete smoke run here yet" in text
+    monkeypatch.setattr(rerun_panel, "_last_complete", lambda experiment, preset: 70.0)
+    at.run()
+    [text] = [c.value for c in at.sidebar.caption if "timed work alone" in c.value]
+    assert text.startswith("The last complete smoke run here took 1 min 10 s (the timed work alone: ")
