@@ -612,13 +612,13 @@ def where_time_goes(rows: pd.DataFrame, counts: pd.Series, unit: str) -> alt.Cha
     long["order"] = long["part"].map({label: i for i, (label, _) in enumerate(TIME_PARTS.values())})
     labels, colours = zip(*TIME_PARTS.values())
     return alt.Chart(long[["bar", "part", "time", "share", "order"]]).mark_bar().encode(
-        x=alt.X("time:Q", title=f"{scale_name} per {unit} (measured median, split by the profiler)",
-                scale=alt.Scale(zero=True), stack="zero"),
+        x=alt.X("time:Q", title=f"{scale_name} per {unit}", scale=alt.Scale(zero=True), stack="zero"),
         y=alt.Y("bar:N", title=None, sort=list(bars["bar"]),
                 axis=alt.Axis(labelLimit=0, labelExpr="split(datum.label, '\\n')")),
         order="order:Q",
+        # one column under the bars: beside long bar labels a second column ran past the page's edge, hiding parts
         color=alt.Color("part:N", title="part", scale=alt.Scale(domain=list(labels), range=list(colours)),
-                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=0, symbolType="square")),
+                        legend=alt.Legend(orient="bottom", columns=1, labelLimit=0, symbolType="square")),
         tooltip=["bar", "part", alt.Tooltip("time:Q", title=scale_name, format=".3~g"),
                  alt.Tooltip("share:Q", format=".0%")],
     ).properties(height=alt.Step(46))
