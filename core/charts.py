@@ -599,8 +599,8 @@ def where_time_goes(rows: pd.DataFrame, counts: pd.Series, unit: str) -> alt.Cha
     """One bar per row (a device and variant of one configuration), split into the measured parts of
     one `unit`, on an axis that starts at zero; each bar's label carries its `counts` (same index)."""
     names = series_label(rows)
-    if rows["run_id"].nunique() > 1:
-        names = names + " · " + run_label(rows)
+    if rows["run_id"].nunique() > 1:  # the run's label names its machine: the series' would say it again
+        names = rows["variant"] + " · " + rows["device"] + " · " + run_label(rows)
     bars = rows.assign(bar=names + "\n" + counts.reindex(rows.index).fillna(""),
                        per_call=rows["per_call"].fillna(1))
     scale_name, factor = time_unit((bars["median_s"] / bars["per_call"]).max())

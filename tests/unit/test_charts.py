@@ -226,3 +226,14 @@ def test_run_label_names_the_preset_the_start_the_machine_and_an_unfinished_stat
     quick, smoke = charts.run_label(rows)
     assert quick.startswith("quick · 22 Nov") and quick.endswith(" · Intel Xeon")
     assert smoke.startswith("smoke · ") and smoke.endswith("AMD EPYC 7B12 / Tesla T4 · cancelled")
+
+
+def test_a_breakdown_bar_of_several_runs_names_its_machine_once():
+    machine = "Intel(R) Xeon(R) Processor (16 threads) / NVIDIA H200"
+    rows = pd.DataFrame([{"variant": "as written", "device": "cpu", "machine": machine, "run_id": run_id,
+                          "preset": "quick", "started": started, "status": "complete", "per_call": 1, "median_s": 1.0,
+                          **{f"time_{part}_s": 0.2 for part in charts.TIME_PARTS}}
+                         for run_id, started in (("r1", "2026-11-27T07:14:00+00:00"), ("r2", "2026-11-27T07:19:00+00:00"))])
+    chart = charts.where_time_goes(rows, pd.Series(["16 operations per epoch"] * 2, index=rows.index), "epoch")
+    bars = chart.data["bar"].unique()
+    assert len(bars) == 2 and all(bar.count("Xeon") == 1 for bar in bars), bars
