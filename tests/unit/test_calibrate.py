@@ -25,7 +25,6 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
             assert field.low <= value <= field.high, (field.name, value, field.unit)
     assert set(cpu["matmul_flops"]) == {str(n) for n in calibrate.QUICK.matmul_sizes["cpu"]}
     assert set(cpu["conv2d_flops"]) == {"8x16x2x2", *(f"8x16x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
-    assert cpu["conv1d_flops"]["8x16x4"] < cpu["conv1d_flops"]["8x16x256"]  # a short call: its fixed part shows
     one_channel = {"8x1x4", "8x1x256", "8x1x2x2", *(f"8x1x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
     assert set(cpu["conv_one_channel_flops"]) == one_channel
     assert set(cpu["conv_backward_share"]) == one_channel | set(cpu["conv1d_flops"]) | set(cpu["conv2d_flops"])
@@ -38,10 +37,8 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert set(cpu["module_call_seconds"]) == set(module_probes.PROBES)
     grid = {f"{m}x{k}x{n}" for m, k, n in itertools.product(*calibrate.QUICK.gemm_grid)}
     assert set(cpu["gemm_seconds"]) == set(cpu["linear_seconds"]) == grid
-    assert cpu["gemm_seconds"]["1024x64x16"] > cpu["gemm_seconds"]["16x4x2"]  # 16,000 times the FLOPs
     blocks = {f"{q}x{k}x{d}" for q, k, d in itertools.product(*calibrate.QUICK.attention_grid)}
     assert set(cpu["flash_attention_seconds"]) == set(cpu["flash_attention_backward_seconds"]) == blocks
-    assert cpu["flash_attention_seconds"]["64x128x32"] > cpu["flash_attention_seconds"]["32x32x8"]  # 128 times the FLOPs
     assert quick_profile["gpus"] == {} and quick_profile["quick"] is True
     assert quick_profile["machine_id"] == devices.fingerprint()["machine_id"]
     profiles.validate(quick_profile)
