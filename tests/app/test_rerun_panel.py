@@ -90,8 +90,10 @@ def test_a_run_among_its_stand_in_censuses_says_how_many_of_those_planned_are_ta
     config = exp.config("smoke", {"sizes": (16,), "variants": ("numpy",)})
     writer = results.RecordWriter("matmul", "smoke", config, ["cpu"], results_dir=results_dir)
     writer.start(1)
-    writer.add({"device": "cpu", "variant": "numpy", "params": {"size": 16}, "status": "ok"})
     job = {"experiment": "matmul", "preset": "smoke", "devices": ["cpu"], "started": writer.record["started"]}
+    assert ": 0/1 points, measuring the first (its set-up and warm-up come first); started " in \
+        rerun_panel.progress_text(job | jobs.progress(str(writer.path)))
+    writer.add({"device": "cpu", "variant": "numpy", "params": {"size": 16}, "status": "ok"})
     assert "censuses (0 taken)" in rerun_panel.progress_text(job | jobs.progress(str(writer.path)))
     writer.plan_standins(3)
     assert "censuses (0 of 3 taken)" in rerun_panel.progress_text(job | jobs.progress(str(writer.path)))
