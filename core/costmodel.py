@@ -204,7 +204,7 @@ def _cpu_call(op: dict, host) -> Cost:
 
 def _gpu_call(op: dict, host, gpu) -> Cost:
     on_host = 0.0 if op["phase"] in ("loading", "graph") else _overhead(op, host)
-    if _records_from_python(op) and op["where"] != "cpu" and gpu.has(TRAINING_OP):  # its launch inside it
+    if _training_priced(op) and gpu.has(TRAINING_OP):  # its launch inside it
         on_host = gpu.value(TRAINING_OP)
     direction = op["copy"]["direction"] if op["copy"] else None
     if direction in ("h2d", "d2h"):
@@ -249,12 +249,17 @@ def _records_from_python(op: dict) -> bool:
     return op["phase"] == "step" and op["autograd"] and not op.get("nested") and not op.get("transformed")
 
 
+def _training_priced(op: dict) -> bool:
+    """An operation a GPU's training_op_overhead prices: one _records_from_python names, on the unit's device (not
+    the host's CPU tensors)."""
+    return _records_from_python(op) and op["where"] != "cpu"
+
+
 def recording_calls(census: dict) -> float:
-    """A sample's calls of the operations _records_from_python names that run on the unit's device (not the host's
-    CPU): those a GPU's training_op_overhead prices."""
+    """A sample's calls of the operations a GPU's training_op_overhead prices (_training_priced)."""
     ops, stretches = _checked(census)
     return sum(calls * stretch["times"] for stretch in stretches for index, calls in stretch["ops"]
-               if _records_from_python(ops[index]) and ops[index]["where"] != "cpu")
+               if _training_priced(ops[index]))
 
 
 def host_seconds(census: dict, target) -> float:

@@ -91,6 +91,7 @@ def _row(meta: dict, found: Predicted, target: hardware.Target) -> dict:
             "point_status": "ok" if prediction else "error", "error": found.error, "unit": found.unit,
             "per_call": found.per_call, "per_sample": call_text(found.unit, found.per_call) if found.unit else None,
             "median_s": prediction.seconds if prediction else None, "provenance": PREDICTED,
+            "host_share": host_share(prediction) if prediction else None,
             "hardware": target.title,
             **{f"time_{part}_s": seconds for part, seconds in parts.items() if part != "launches"}}
     return {**found.point.params, **base}
@@ -175,8 +176,7 @@ def accuracy(records: list[dict], latest_only: bool = True,
             except costmodel.PredictionError:  # a census this version cannot read: not a point to check against
                 continue
             ratio = predicted.seconds / row["median"]
-            host = sum(predicted.parts.get(part, 0.0) for part in HOST_PARTS)
-            host_share = host / predicted.seconds if predicted.seconds else 1.0
+            share = host_share(predicted)
             flat.append({"experiment": meta["experiment"], "machine_id": meta["machine_id"], "machine": meta["machine"],
                          "run_id": meta["run_id"],
                          "device": row["device"], "device_name": results.device_name(record, row["device"]),
@@ -184,7 +184,7 @@ def accuracy(records: list[dict], latest_only: bool = True,
                          "unit": row.get("unit"), "per_call": row.get("per_call", 1), "measured_s": row["median"],
                          "cold": bool(row.get("cold")), "predicted_s": predicted.seconds, "ratio": ratio,
                          "within": within(ratio),
-                         "host_share": host_share, "bound": bound(host_share), "hardware": target.title})
+                         "host_share": share, "bound": bound(share), "hardware": target.title})
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
 
 
@@ -333,6 +333,12 @@ def quick_profile_text(machine_id: str, device: str) -> str:
             f"matrix products up to {quick}x{quick}, and the model prices a larger one at that size's rate, so its "
             f"larger compute-bound points check the quick profile more than the model; a full calibration on that "
             f"machine (python -m core calibrate) times them up to {full}x{full}.")
+
+
+def host_share(prediction: costmodel.Prediction) -> float:
+    """The host's part of a predicted time (HOST_PARTS), 1 for a prediction of no time."""
+    host = sum(prediction.parts.get(part, 0.0) for part in HOST_PARTS)
+    return host / prediction.seconds if prediction.seconds else 1.0
 
 
 def bound(host_share: float) -> str:

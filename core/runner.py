@@ -9,7 +9,7 @@ from typing import Callable
 
 import torch
 
-from core import breakdown, census, devices, results, settings, standin, timing
+from core import breakdown, census, devices, settings, standin, timing
 from core.experiments.base import Experiment, Point, RunState, SkipPoint
 from core.results import RecordWriter
 

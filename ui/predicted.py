@@ -303,14 +303,12 @@ def driver_title(record: dict) -> str:
 
 def every_gpu(record: dict, measured: pd.DataFrame) -> pd.DataFrame:
     """The run's stand-in points predicted on every GPU of gpu_choices (driven by the run's driver), each beside its
-    measured CPU time (compare), with `gpu` (its title), `series` (its legend label) and `host_share` (the host's
-    part of the predicted time: launches and loading included)."""
+    measured CPU time (compare), with `gpu` (its title) and `series` (its legend label)."""
     found = []
     for row in gpu_choices():
         target = hardware.resolve(row["name"], host=driver(record))
-        rows = compare(measured, predicted_gpu(record, target))
-        found.append(rows.assign(gpu=row["title"], series=f"{row['title']} (predicted, not measured)",
-                                 host_share=(rows["time_host_s"] + rows["time_loading_s"]) / rows["median_s"]))
+        found.append(compare(measured, predicted_gpu(record, target)).assign(
+            gpu=row["title"], series=f"{row['title']} (predicted, not measured)"))
     return pd.concat(found, ignore_index=True)
 
 
@@ -323,7 +321,8 @@ def drawn_by_default(summary: pd.DataFrame, picked_title: str | None) -> list[st
 
 def gpu_summary(compared: pd.DataFrame) -> pd.DataFrame:
     """Per GPU: its points, median and best predicted speedup, and the share of its points that are host-bound
-    (predictions.bound): where most are, the CPU driving the GPU sets their time, and the GPUs come out alike."""
+    (predictions.bound of each row's host_share): where most are, the CPU driving the GPU sets their time, and the
+    GPUs come out alike."""
     return compared.assign(host_bound=compared["host_share"].map(lambda share: predictions.bound(share) ==
                                                                  "host-bound")).groupby("gpu", sort=False).agg(
         points=("point", "size"), median_speedup=("speedup", "median"), best_speedup=("speedup", "max"),
