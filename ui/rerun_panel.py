@@ -177,7 +177,7 @@ def progress_text(job: dict) -> str:
     if total and done >= total and job["status"] == "running":
         planned = f" of {job['standins_planned']}" if job.get("standins_planned") else ""
         where = f"all {total} points measured, now the GPU stand-in censuses ({job.get('standins', 0)}{planned} taken)"
-    elif done == 0 and job["status"] == "running":  # the first point builds its workload and warms up first
+    elif done == 0 and job["status"] in ("running", "no record"):  # the process starts, then builds and warms up
         where = f"0/{total or '?'} points, measuring the first (its set-up and warm-up come first)"
     else:
         where = f"{done}/{total or '?'} points"

@@ -89,8 +89,10 @@ def test_a_run_among_its_stand_in_censuses_says_how_many_of_those_planned_are_ta
     exp = experiments.get("matmul")
     config = exp.config("smoke", {"sizes": (16,), "variants": ("numpy",)})
     writer = results.RecordWriter("matmul", "smoke", config, ["cpu"], results_dir=results_dir)
-    writer.start(1)
     job = {"experiment": "matmul", "preset": "smoke", "devices": ["cpu"], "started": writer.record["started"]}
+    starting = job | jobs.progress(str(writer.path)) | {"total": 1}  # no record yet: the app's planned points
+    assert ": 0/1 points, measuring the first (" in rerun_panel.progress_text(starting)
+    writer.start(1)
     assert ": 0/1 points, measuring the first (its set-up and warm-up come first); started " in \
         rerun_panel.progress_text(job | jobs.progress(str(writer.path)))
     writer.add({"device": "cpu", "variant": "numpy", "params": {"size": 16}, "status": "ok"})
