@@ -10,6 +10,7 @@ machine (a shared VM above all) can change speed from one few seconds to the nex
 model predicts a median with are medians too."""
 import collections
 import functools
+import gc
 import itertools
 import math
 import statistics
@@ -24,7 +25,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from core import (census, conv_probes, costmodel, devices, graphs, hardware, module_probes, op_probes, profiles,
+from core import (census, conv_probes, costmodel, devices, gc_watch, graphs, hardware, module_probes, op_probes, profiles,
                   results, standin_cpu_attention, timing, versions)
 
 FLOAT_BYTES = 4
@@ -32,6 +33,7 @@ SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
 LOADER_FEATURES = 16
 QUEUED_REPLAYS = 20  # one-kernel graph replays queued behind a spin: the host's fixed cost of a replay
 LOADER_PASS_BATCHES, LOADER_PASSES = 256, 3  # the DataLoader per batch size: batches per pass (at most), passes
+FULL_COLLECTIONS = 5  # gc.collect() calls timed
 TRAINING_MLP, TRAINING_BATCH = (16, 32, 1), 64  # the op-overhead probe's training step: Linear, ReLU, Linear
 # The nested-op probe: a one-sample GRU's forward and backward over two sequence lengths; its loop over the
 # steps issues its operations from C++, and the line between the lengths prices one of them
@@ -291,27 +293,49 @@ def loader_cost(device: str, effort: Effort) -> dict:
     per_sample = {}
     for field, batch_size, samples in (("loader_batch1_per_sample", 1, effort.loader_samples[0]),
                                        ("loader_batched_per_sample", costmodel.LOADER_BATCH, effort.loader_samples[1])):
-        per_sample[field] = min(_loader_passes(batch_size, samples, device, effort.repeats)) / samples
-    return per_sample | {"loader_per_sample": loader_by_batch(device, effort)}
+        per_sample[field] = min(_loader_passes(batch_size, samples, device, effort.repeats)[0]) / samples
+    return per_sample | loader_by_batch(device, effort) | {"full_collection_seconds": full_collection_seconds(device),
+                                                           "collection_heap_objects": len(gc.get_objects())}
 
 
 def loader_by_batch(device: str, effort: Effort) -> dict:
-    """Seconds per sample of the DataLoader at each of effort.loader_batches, over up to LOADER_PASS_BATCHES
-    batches (at most effort.loader_rows rows): the median pass, since the garbage collector's full collections,
-    which grow with the batch, fall in some passes and not others."""
-    per_sample = {}
+    """At each of effort.loader_batches, over up to LOADER_PASS_BATCHES batches (at most effort.loader_rows rows):
+    the median pass's seconds per sample (loader_per_sample), the same with the garbage collector's full
+    collections taken out (loader_uncollected_per_sample), and those collections per sample over every pass
+    (loader_collections_per_sample). A batch's sample tensors live long enough to reach the collector's oldest
+    generation, so full collections come more often the larger the batch, and fall in some passes, not others."""
+    figures = {"loader_per_sample": {}, "loader_uncollected_per_sample": {}, "loader_collections_per_sample": {}}
     for batch_size in effort.loader_batches:
         samples = min(effort.loader_rows, LOADER_PASS_BATCHES * batch_size)
-        passes = _loader_passes(batch_size, samples, device, LOADER_PASSES)
-        per_sample[str(batch_size)] = statistics.median(passes) / samples
-    return per_sample
+        passes, collected = _loader_passes(batch_size, samples, device, LOADER_PASSES)
+        size = str(batch_size)
+        figures["loader_per_sample"][size] = statistics.median(passes) / samples
+        figures["loader_uncollected_per_sample"][size] = statistics.median(
+            seconds - full.seconds for seconds, full in zip(passes, collected)) / samples
+        figures["loader_collections_per_sample"][size] = sum(full.count for full in collected) / (samples * len(passes))
+    return figures
 
 
-def _loader_passes(batch_size: int, samples: int, device: str, repeats: int) -> list[float]:
-    """Seconds of each of `repeats` passes of a DataLoader over a TensorDataset of `samples` rows."""
+def _loader_passes(batch_size: int, samples: int, device: str, repeats: int) -> tuple[list[float], list]:
+    """Seconds of each of `repeats` passes of a DataLoader over a TensorDataset of `samples` rows, and the full
+    collections in each (gc_watch.Collected)."""
     data = TensorDataset(torch.randn(samples, LOADER_FEATURES), torch.randn(samples))
     loader = DataLoader(data, batch_size=batch_size)
-    return timing.measure(lambda: collections.deque(loader, maxlen=0), device, repeats=repeats).samples
+    collected = []
+
+    def one_pass():
+        with gc_watch.full_collections() as full:
+            collections.deque(loader, maxlen=0)
+        collected.append(full)
+
+    measurement = timing.measure(one_pass, device, repeats=repeats)
+    return list(measurement.samples), collected[-len(measurement.samples):]
+
+
+def full_collection_seconds(device: str) -> float:
+    """Seconds of one full garbage collection in this process (gc.collect()), the median of a few: a collection
+    walks every object the process holds, so it costs what this process's heap does."""
+    return statistics.median(timing.measure(gc.collect, device, repeats=FULL_COLLECTIONS).samples)
 
 
 # Compute probes (every device).

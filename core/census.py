@@ -38,7 +38,8 @@ Counts are aggregated as they come, per (operation, where, input shapes, dtypes,
 transformed);
 `Census` is also the `timing.Listener` that decides which operations belong to a sample.
 
-The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader", "graph_replays"):
+The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader", "graph_replays", and
+"heap_objects": the objects the garbage collector tracks in the process, which a full collection walks):
 - kernels: an entry of "ops" whose calls launch more than one kernel each says how many (`kernels`, per call).
 - autograd: grad mode is on and an input requires grad when the operation is called (autograd records it).
 - phase, from the `record_function` ranges the mode sees as `profiler._record_function_enter_new` and
@@ -64,6 +65,7 @@ The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader"
 - stretches: a sample's operations in order (those of the laps it names, in the order they ran), cut after
   every call that synchronises; identical stretches are kept once with how often they occur."""
 import contextlib
+import gc
 import os
 import sys
 import types
@@ -731,6 +733,7 @@ class Census(TorchDispatchMode):
             "top_by_count": [{"op": n, "count": per_sample(e["count"], samples)} for n, e in by_count],
             "top_by_flops": [{"op": n, "flops": per_sample(e["flops"], samples)} for n, e in by_flops[:TOP]],
             "samples": samples, "device": self.device, "flop_rule": FLOP_RULE,
+            "heap_objects": len(gc.get_objects()),  # what a full garbage collection walks in this process
         } | self.detail(samples)
 
 

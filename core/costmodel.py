@@ -58,11 +58,14 @@ The rules on a GPU target, per operation call:
   bytes.
 - graph: a replay costs graph_replay_fixed on the host (in launches), and each of its kernels (a node)
   graph_replay_per_node plus its kernel time on the GPU.
-- loading: a DataLoader sample costs the host's loader_per_sample at the stretch's batch size (its samples over
-  its batches), interpolated log-log between the batch sizes measured (the garbage collector's share grows with
-  the batch). A host without that figure: a batch costs a and each of its samples c, from its seconds per
-  sample at batch 1 (L1) and at batch 64 (L64): L1 = a + c and L64 = a / 64 + c, so c = (64 L64 - L1) / 63
-  and a = L1 - c, each at least 0. The operations of a fetch cost nothing more on the host (the figures
+- loading: a DataLoader sample costs the host's loader_uncollected_per_sample at the stretch's batch size (its
+  samples over its batches), interpolated log-log between the batch sizes measured, and a sample of the workload
+  the garbage collector's full collections its median sees: the whole number nearest the average its loader
+  samples set off (loader_collections_per_sample, which grows with the batch; a census's process holding
+  heap_objects collects collection_heap_objects / heap_objects as often), each full_collection_seconds. A
+  host without those figures: loader_per_sample, the collections spread over every sample. Without that: a
+  batch costs a and each of its samples c, from its seconds per sample at batch 1 (L1) and at batch 64 (L64):
+  L1 = a + c and L64 = a / 64 + c, so c = (64 L64 - L1) / 63 and a = L1 - c, each at least 0. The operations of a fetch cost nothing more on the host (the figures
   hold them); its kernels and copies cost as anywhere else.
 - copies: a host-device copy takes the GPU's latency + bytes / bandwidth for its direction and host
   memory (pinned or pageable). A blocking copy (one that syncs) runs after the device work before it; a
@@ -98,6 +101,8 @@ TRAINING_OP = "training_op_overhead"  # a GPU's host figure for the operations o
 PYTHON_PHASES = ("step", "optimizer")  # where the host runs the unit's Python (not a fetch, not a replay)
 DIRECTIONS = ("h2d", "d2h", "d2d")
 LOADER_BATCH = 64  # the batch of the host's loader_batched_per_sample figure
+COLLECTIONS = "loader_collections_per_sample"
+HEAP = "collection_heap_objects"
 GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm": 1}  # where a GEMM's two matrices start
 # The host's grid of GEMM times each GEMM is priced by: addmm is what nn.Linear issues (its weight read transposed)
 GEMM_GRID = {"aten.mm": "gemm_seconds", "aten.bmm": "gemm_seconds", "aten.addmm": "linear_seconds",
@@ -154,8 +159,9 @@ def predict(census: dict, target) -> Prediction:
     ops, stretches = _checked(census)
     costs = [_call_cost(op, target) for op in ops]
     parts = dict.fromkeys(PARTS, 0.0)
+    collected = _collected_share(census, stretches, target.host)
     for stretch in stretches:
-        for part, seconds in _stretch_parts(stretch, costs, target).items():
+        for part, seconds in _stretch_parts(stretch, costs, target, collected).items():
             parts[part] += seconds * stretch["times"]
     return Prediction(sum(parts.values()), parts, target.title, _notes(census, ops, target))
 
@@ -267,7 +273,8 @@ def host_seconds(census: dict, target) -> float:
     device's side is the longer."""
     ops, stretches = _checked(census)
     costs = [_call_cost(op, target) for op in ops]
-    return sum(stretch["times"] * sum(_host_side(stretch, _total(stretch, costs), target).values())
+    collected = _collected_share(census, stretches, target.host)
+    return sum(stretch["times"] * sum(_host_side(stretch, _total(stretch, costs), target, collected).values())
                for stretch in stretches)
 
 
@@ -550,10 +557,10 @@ def _transfer_seconds(copy: dict, gpu) -> float:
 
 # -- one stretch ------------------------------------------------------------------------------------
 
-def _stretch_parts(stretch: dict, costs: list[Cost], target) -> dict[str, float]:
-    """The parts of one occurrence of a stretch."""
+def _stretch_parts(stretch: dict, costs: list[Cost], target, collected: float | None) -> dict[str, float]:
+    """The parts of one occurrence of a stretch (`collected`: see _collected_share)."""
     total = _total(stretch, costs)
-    host_side = _host_side(stretch, total, target)
+    host_side = _host_side(stretch, total, target, collected)
     if target.gpu is None:
         return dict.fromkeys(PARTS, 0.0) | host_side | {"compute": total.compute}
     device_side = {"compute": total.compute, "copies": total.copies}
@@ -571,18 +578,46 @@ def _total(stretch: dict, costs: list[Cost]) -> Cost:
     return total
 
 
-def _host_side(stretch: dict, total: Cost, target) -> dict[str, float]:
+def _host_side(stretch: dict, total: Cost, target, collected: float | None) -> dict[str, float]:
     """One occurrence's host, launches (a GPU's) and loading."""
     host = total.host + _python_seconds(stretch, target.host)
     replays = stretch["graph_replays"]
     launches = total.launches + (replays * target.gpu.value("graph_replay_fixed") if replays and target.gpu else 0.0)
-    return {"host": host, "launches": launches, "loading": _loading_seconds(stretch, target.host)}
+    return {"host": host, "launches": launches, "loading": _loading_seconds(stretch, target.host, collected)}
 
 
-def _loading_seconds(stretch: dict, host) -> float:
+def _collected_share(census: dict, stretches: list[dict], host) -> float | None:
+    """The share of its DataLoader's full collections on average that a sample's median sees, None where the host
+    has no figures for them (its loader_per_sample holds them, spread over every sample). They come every so many
+    samples, so a sample sees the whole number of them nearest its average: one that sets one off every third time
+    has none in its median, and one that sets off 2.4 has two. A process holding more objects than the calibration's
+    collects as many times less often (and each collection takes as many times longer: the same seconds on average)."""
+    if not host.has(COLLECTIONS):
+        return None
+    heap = census.get("heap_objects") or host.value(HEAP)
+    average = sum(stretch["times"] * stretch["loader_samples"] * _collections_at(stretch, host)
+                  for stretch in stretches) * host.value(HEAP) / heap
+    return math.floor(average + 0.5) / average if average else 0.0
+
+
+def _collections_at(stretch: dict, host) -> float:
+    """Full collections per sample at the stretch's batch size, linear in the batch's logarithm between the batch
+    sizes measured (0 where none came)."""
+    if not (stretch["loader_batches"] and stretch["loader_samples"]):
+        return 0.0
+    sizes, rates = zip(*sorted((float(size), rate) for size, rate in host.value(COLLECTIONS).items()))
+    batch = stretch["loader_samples"] / stretch["loader_batches"]
+    return float(np.interp(np.log(max(batch, sizes[0])), np.log(sizes), rates))
+
+
+def _loading_seconds(stretch: dict, host, collected: float | None) -> float:
     batches, samples = stretch["loader_batches"], stretch["loader_samples"]
     if not (batches or samples):
         return 0.0
+    if collected is not None and batches and samples:
+        uncollected = _at_batch(host.value("loader_uncollected_per_sample"), samples / batches)
+        collections = _collections_at(stretch, host) * host.value("full_collection_seconds")
+        return samples * (uncollected + collected * collections)
     by_batch = host.value("loader_per_sample")
     if by_batch and batches and samples:
         return samples * _at_batch(by_batch, samples / batches)
@@ -695,6 +730,10 @@ def _checked(census) -> tuple[list[dict], list[dict]]:
         if not (isinstance(classes, dict) and all(_is_text(k) and _is_amount(v) for k, v in classes.items())):
             raise PredictionError(f"census.stretches[{i}].module_classes: {_shown(classes)}; expected "
                                   f"{{module class: calls}}, each a number >= 0")
+    heap = census.get("heap_objects", 1)  # a census taken before it counted them has none
+    if not (_is_amount(heap) and heap >= 1):
+        raise PredictionError(f"census.heap_objects: {_shown(heap)}; expected a number >= 1 (the objects the "
+                              f"garbage collector tracked in the census's process)")
     return ops, stretches
 
 

@@ -38,10 +38,13 @@ FIELDS = {
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
             "graph_replay_fixed", "graph_replay_per_node", "kernel_enqueue"),
 }
-# Figures only a calibration measures (no catalogue entry has them: they are the host's costs of driving that GPU,
-# so a GPU driven by another machine's CPU leaves them out), and only since some shipped profiles were taken: a
-# device without one is priced by the rule it refines
-CALIBRATED_ONLY = {"cpu": (), "gpu": ("training_op_overhead",)}
+# Figures only a calibration measures, and only since some shipped profiles were taken: a device without one is
+# priced by the rule it refines. No catalogue entry has them: a GPU's are the host's costs of driving it (so a GPU
+# driven by another machine's CPU leaves them out); a CPU's, its garbage collector's full collections in a
+# DataLoader, which no one publishes
+CALIBRATED_ONLY = {"cpu": ("loader_uncollected_per_sample", "loader_collections_per_sample", "full_collection_seconds",
+                           "collection_heap_objects"),
+                   "gpu": ("training_op_overhead",)}
 UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s"}
 KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("memory", "memory_bandwidth")),
                "gpu": (("matmul", "matmul_flops"), ("memory", "memory_bandwidth"), ("launch", "launch_overhead"),

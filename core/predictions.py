@@ -310,7 +310,7 @@ def unmeasured_text(machine_id: str, device: str) -> str:
     """'' or a sentence naming the figures a machine's calibrated profile lacks (taken before calibrate measured
     them), which the cost model stands in for: its points check the model with less than this version measures."""
     target = _own_target(machine_id, device)
-    missing = [*target.host.assumptions, *(hardware.unmeasured(target.gpu) if target.gpu else [])] if target else []
+    missing = [*hardware.unmeasured(target.host), *(hardware.unmeasured(target.gpu) if target.gpu else [])] if target else []
     if not missing:
         return ""
     return (f"Its profile was calibrated before calibrate measured {len(missing)} of its figures ({', '.join(missing)}): "

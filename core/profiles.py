@@ -81,6 +81,17 @@ FIELDS = (
           "many batches: the Python garbage collector's share included, which grows with the batch (a batch's "
           "sample tensors live long enough to reach its oldest generation)", 1e-9, 1e-1, HOST, sized=True,
           required=False),
+    Field("loader_uncollected_per_sample", "s/sample", "the same, less the garbage collector's full collections "
+          "(timed through gc.callbacks): what a pass that sets none off costs", 1e-9, 1e-1, HOST, sized=True,
+          required=False),
+    Field("loader_collections_per_sample", "1/sample", "the garbage collector's full collections per sample that "
+          "DataLoader set off over all its passes at each batch size (0: none in them)", 0.0, 1.0, HOST, sized=True,
+          required=False),
+    Field("full_collection_seconds", "s", "one full garbage collection (gc.collect()) in the calibrating process: it "
+          "walks every object the process holds", 1e-7, 10.0, HOST, required=False),
+    Field("collection_heap_objects", "objects", "the objects the garbage collector tracked in the calibrating "
+          "process then: a process holding more collects as many times less often, each time as many times longer",
+          1.0, 1e10, HOST, required=False),
     Field("matmul_flops", "FLOP/s", "torch.mm of two float32 n x n matrices (size: n)", 1e6, 1e17, EVERY,
           sized=True),
     Field("conv1d_flops", "FLOP/s", "Conv1d 16->32 channels, kernel 5, forward and backward (size: input N x C x L)",
@@ -172,6 +183,7 @@ ONE_CHANNEL_INPUT = r"^[1-9][0-9]*x1(x[1-9][0-9]*){1,2}$"  # a one-channel convo
 CONV_INPUT = rf"^[1-9][0-9]*x(1|{conv_probes.CHANNELS})(x[1-9][0-9]*){{1,2}}$"  # a conv probe's input, either channels
 KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "conv_backward_share": CONV_INPUT, "op_call_seconds": OP_NAME,
         "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT, "loader_per_sample": COUNT,
+        "loader_uncollected_per_sample": COUNT, "loader_collections_per_sample": COUNT,
         "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE,
         "flash_attention_seconds": SHAPE, "flash_attention_backward_seconds": SHAPE}
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
@@ -186,7 +198,8 @@ GRID_TABLES = {GEMM_FIGURES: (("M", "K", "N"), ("torch.mm (µs)", "nn.Linear's a
 # Shown in one fixed unit each, so that machines compare at a glance: (scale, label).
 HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
                "s/node": (1e-6, "µs/node"), "s/block": (1e-6, "µs/block"), "s/kernel": (1e-6, "µs/kernel"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
-               "B/s": (1e9, "GB/s"), "share": (0.01, "%")}
+               "B/s": (1e9, "GB/s"), "share": (0.01, "%"),
+               "1/sample": (1e-6, "per million samples"), "objects": (1e3, "thousand objects")}
 
 
 CALIBRATION_TIME = "four to five minutes"  # a full calibration on a 2-core CPU (the AMD EPYCs: 194-278 s)

@@ -1,4 +1,6 @@
 import copy
+import dataclasses
+import gc
 import itertools
 import json
 import os
@@ -6,7 +8,7 @@ import os
 import pytest
 import torch
 
-from core import calibrate, devices, module_probes, op_probes, profiles, runlock, settings
+from core import calibrate, devices, gc_watch, module_probes, op_probes, profiles, runlock, settings
 from core.cli import main
 
 
@@ -33,7 +35,8 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert cpu["optimizer_op_overhead"] >= cpu["op_overhead_no_grad"] * 0.5  # at least the bare op when measured
     assert set(cpu["op_call_seconds"]) == set(cpu["op_element_seconds"]) == set(op_probes.PROBES)
     assert set(cpu["narrow_gemm_seconds"]) == {str(n) for n in calibrate.NARROW_COLUMNS}
-    assert set(cpu["loader_per_sample"]) == {str(b) for b in calibrate.QUICK.loader_batches}
+    for field in ("loader_per_sample", "loader_uncollected_per_sample", "loader_collections_per_sample"):
+        assert set(cpu[field]) == {str(b) for b in calibrate.QUICK.loader_batches}
     assert set(cpu["module_call_seconds"]) == set(module_probes.PROBES)
     grid = {f"{m}x{k}x{n}" for m, k, n in itertools.product(*calibrate.QUICK.gemm_grid)}
     assert set(cpu["gemm_seconds"]) == set(cpu["linear_seconds"]) == grid
@@ -42,6 +45,34 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert quick_profile["gpus"] == {} and quick_profile["quick"] is True
     assert quick_profile["machine_id"] == devices.fingerprint()["machine_id"]
     profiles.validate(quick_profile)
+
+
+def test_the_loader_probe_counts_the_full_collections_apart_from_the_loading(monkeypatch):
+    class Collecting:
+        """A DataLoader whose every pass sets off one full garbage collection."""
+        def __init__(self, data, batch_size):
+            self.batches = len(data) // batch_size
+
+        def __iter__(self):
+            gc.collect()
+            return iter(range(self.batches))
+
+    monkeypatch.setattr(calibrate, "DataLoader", Collecting)
+    found = calibrate.loader_by_batch("cpu", dataclasses.replace(calibrate.QUICK, loader_batches=(64,), loader_rows=640))
+    assert found["loader_collections_per_sample"] == {"64": 1 / 640}  # one in each pass of 640 samples
+    assert found["loader_uncollected_per_sample"]["64"] < found["loader_per_sample"]["64"]  # each pass less its own
+
+
+def test_full_collections_are_counted_and_young_ones_are_not():
+    with gc_watch.full_collections() as found:
+        gc.collect(0)
+        gc.collect(1)
+    assert found.count == 0 and found.seconds == 0.0
+    with gc_watch.full_collections() as found:
+        gc.collect()
+        gc.collect()
+    assert found.count == 2 and found.seconds > 0.0
+    assert len([c for c in gc.callbacks if "full_collections" in getattr(c, "__qualname__", "")]) == 0  # removed
 
 
 def test_a_probe_with_a_figure_outside_its_sane_range_is_measured_again_after_a_pause(monkeypatch):

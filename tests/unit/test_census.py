@@ -10,7 +10,7 @@ from core import census, graphs, timing
 
 FIELDS = {"operations", "kernels", "copies", "h2d_copies", "d2h_copies", "h2d_bytes", "d2h_bytes", "pinned_h2d_bytes",
           "syncs", "flops", "formula_flops", "bytes_moved", "top_by_count", "top_by_flops", "samples", "device",
-          "flop_rule", "ops", "stretches", "loader", "graph_replays"}
+          "flop_rule", "ops", "stretches", "loader", "graph_replays", "heap_objects"}
 
 # One step of Linear(4, 3) on a batch of 8 with an MSE loss and SGD, the loss read once, as ATen runs it:
 # forward t + addmm, mse_loss; backward ones_like (the seed gradient), mse_loss_backward, t + mm + t (the
@@ -169,6 +169,13 @@ def test_take_on_a_plain_workload_returns_every_field_for_one_call():
         "operations": 1, "kernels": 1, "flops": 2 * 4 * 5 * 6, "formula_flops": 240, "bytes_moved": 80 + 120 + 96,
         "samples": 1}
     assert found["flop_rule"] == census.FLOP_RULE and found["device"] == "cpu"
+
+
+def test_a_census_counts_the_objects_a_full_collection_walks_in_its_process():
+    small = census.take(timing.Workload(lambda: torch.ones(2) + 1, unit="add"), "cpu")["heap_objects"]
+    held = [[i] for i in range(100_000)]  # tracked by the collector, as a process's long-lived objects are
+    larger = census.take(timing.Workload(lambda: torch.ones(2) + 1, unit="add"), "cpu")["heap_objects"]
+    assert larger - small > 0.9 * len(held)  # the first census's own garbage may be gone by then
 
 
 def test_describe_says_the_counts_in_one_line():

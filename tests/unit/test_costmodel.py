@@ -369,6 +369,42 @@ def test_a_host_measured_per_batch_size_costs_each_sample_at_the_stretch_s_batch
     assert_parts(found, parts(loading=samples * per_sample))
 
 
+# A host that timed its DataLoader's full garbage collections apart: 2 us a sample without them at any batch; one
+# collection every 100,000 samples at batch 1024 (none at 64), each 0.1 s, in a process of 200,000 objects.
+COLLECTING = {"loader_uncollected_per_sample": {"64": 2 * US, "1024": 2 * US},
+              "loader_collections_per_sample": {"64": 0.0, "1024": 1e-5}, "full_collection_seconds": 0.1,
+              "collection_heap_objects": 200_000}
+
+
+@pytest.mark.parametrize("samples, times, heap, collections", [
+    (40_000, 1, None, 0),   # 0.4 on average: a sample's median sees none
+    (60_000, 1, None, 1),   # 0.6: its median sees one
+    (30_000, 8, None, 2),   # a stretch 8 times a sample: 2.4 on average, so two
+    (60_000, 1, 400_000, 0),  # twice the calibration's objects: half as often, 0.3, so none
+    (60_000, 1, 100_000, 1),  # half of them: 1.2 on average, so one (each then as short: 0.05 s)
+])
+def test_a_sample_s_median_sees_the_whole_number_of_full_collections_nearest_its_average(samples, times, heap,
+                                                                                      collections):
+    counted = census([], [stretch([], times=times, batches=samples // 1024, samples=samples)])
+    if heap:
+        counted["heap_objects"] = heap
+    seconds = 0.1 * (heap or 200_000) / 200_000  # the calibration's 0.1 s scaled to the census's objects
+    found = predict(counted, cpu(**COLLECTING))
+    assert_parts(found, parts(loading=times * samples * 2 * US + collections * seconds))
+
+
+def test_a_loader_below_the_batch_that_sets_collections_off_costs_its_samples_alone():
+    found = predict(census([], [stretch([], times=1000, batches=16, samples=1024)]), cpu(**COLLECTING))
+    assert_parts(found, parts(loading=1000 * 1024 * 2 * US))  # batch 64: no collection in 1,024,000 samples
+
+
+@pytest.mark.parametrize("heap", [0, -5, "many", True])
+def test_a_census_s_object_count_must_be_a_number_of_objects(heap):
+    counted = census([], [stretch([], batches=1, samples=64)]) | {"heap_objects": heap}
+    with pytest.raises(PredictionError, match="census.heap_objects: .* expected a number >= 1"):
+        predict(counted, cpu(**COLLECTING))
+
+
 @pytest.mark.parametrize("batch1, batched, seconds", [
     (1 * US, 2 * US, 127 / 63 * US),  # c = (64 x 2 - 1) / 63 = 127/63 us; a = 1 - 127/63 < 0, so 0
     (64 * US, 0.5 * US, 64 * US),  # c = (32 - 64) / 63 < 0, so 0; a = 64 us

@@ -327,6 +327,21 @@ def test_a_gpu_that_measured_its_replay_and_enqueue_costs_uses_them(results_dir)
         hardware.from_profile(profile, "cuda:1")
 
 
+def test_a_cpu_s_full_collection_figures_are_a_calibration_s_alone_and_only_where_measured(this_profile):
+    collecting = {"loader_uncollected_per_sample": {"64": 2e-6, "1024": 2.2e-6},
+                  "loader_collections_per_sample": {"64": 0.0, "1024": 1.5e-5}, "full_collection_seconds": 0.12,
+                  "collection_heap_objects": 240_000}
+    assert not any(d.has(field) for d in hardware.catalogue().devices.values() for field in collecting)
+    older = made_profile("older-cpu")
+    assert not any(hardware.from_profile(older, "cpu").has(field) for field in collecting)
+    assert hardware.unmeasured(hardware.from_profile(older, "cpu")) == list(collecting)
+    profile = made_profile("collecting-cpu")
+    profile["cpu"] |= collecting
+    cpu = hardware.from_profile(profile, "cpu")
+    assert {field: cpu.value(field) for field in collecting} == collecting and cpu.assumptions == []
+    assert hardware.unmeasured(cpu) == []
+
+
 def test_a_gpu_s_training_step_figure_is_a_calibration_s_alone_and_only_where_measured(this_profile):
     assert not hardware.from_profile(this_profile, "cuda:0").has("training_op_overhead")  # an older profile
     assert not any(d.has("training_op_overhead") for d in hardware.catalogue().devices.values())
