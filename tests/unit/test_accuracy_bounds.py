@@ -39,20 +39,24 @@ def test_the_shipped_checks_carry_their_host_share_and_bound(shipped_results):
 
 def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_it_lacks(shipped_results, capsys):
     older = predictions.unmeasured_text("intel-r-xeon-r-processor-cbad859e", "cpu")  # calibrated 2026-11-22
-    assert older.startswith("Its profile was calibrated before calibrate measured 14 of its figures (")
+    assert older.startswith("Its profile was calibrated before calibrate measured 18 of its figures (")
     assert "gemm_seconds" in older and "loader_per_sample" in older
-    # calibrated a day before calibrate timed the convolutions' backward share
+    # calibrated a day before calibrate timed the convolutions' backward share, and the DataLoader's full collections
     assert predictions.unmeasured_text("amd-epyc-34e468d3", "cpu").startswith(
-        "Its profile was calibrated before calibrate measured 1 of its figures (conv_backward_share)")
+        "Its profile was calibrated before calibrate measured 5 of its figures (conv_backward_share, "
+        "loader_uncollected_per_sample, loader_collections_per_sample, full_collection_seconds, "
+        "collection_heap_objects)")
     assert predictions.unmeasured_text("amd-epyc-28e20464", "cpu") == ""  # calibrated by this version: it has them all
     assert predictions.unmeasured_text("no-such-machine", "cpu") == ""
     assert main(["predict", "--accuracy"]) == 0
     out = capsys.readouterr().out
-    # the three older profiles: the 2-thread Xeon, the earlier AMD VM and the H200 machine's host (its CPU and GPU
-    # checks); and the second H200 machine's GPU, calibrated before calibrate timed a training step on a GPU
-    assert out.count("Its profile was calibrated before calibrate measured") == 5
+    # every profile but this VM's: the 2-thread Xeon, the earlier AMD VM, the H200 machine's host (its CPU and GPU
+    # checks) and the second H200 machine (its CPU and GPU checks; its GPU calibrated before calibrate timed a
+    # training step on a GPU)
+    assert out.count("Its profile was calibrated before calibrate measured") == 6
     assert predictions.unmeasured_text("intel-r-xeon-r-processor-8e260d9d", "cuda:0").startswith(
-        "Its profile was calibrated before calibrate measured 1 of its figures (training_op_overhead)")
+        "Its profile was calibrated before calibrate measured 5 of its figures (loader_uncollected_per_sample, "
+        "loader_collections_per_sample, full_collection_seconds, collection_heap_objects, training_op_overhead)")
 
 
 def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(shipped_results, capsys):
