@@ -27,6 +27,8 @@ from core.analysis import ok
 from core.timing import NOISY_SPREAD
 
 LEGEND = alt.Legend(labelLimit=0)  # series names can be long: never cut them
+# A loss curve per run picked passes Altair's guard of 5,000 rows a chart (its data is embedded in the spec either way)
+alt.data_transformers.disable_max_rows()
 AS_WRITTEN = "as written"   # the variant a write-up's own figures stand for, unless they name one
 PANEL_WIDTH, PANEL_HEIGHT = 280, 240   # one panel per run, two to a row in the page's column
 # a single chart fits the page's width only: fitting the height too (Streamlit's default) lets a long legend

@@ -36,8 +36,10 @@ FIELDS = {
     "gpu": ("matmul_flops", "conv_flops", "memory_bandwidth", "launch_overhead", "shortest_kernel", "sync_round_trip",
             "h2d_latency_pageable", "h2d_latency_pinned", "d2h_latency_pageable", "d2h_latency_pinned",
             "h2d_bandwidth_pageable", "h2d_bandwidth_pinned", "d2h_bandwidth_pageable", "d2h_bandwidth_pinned",
-            "graph_replay_fixed", "graph_replay_per_node", "kernel_enqueue"),
+            "graph_replay_fixed", "graph_replay_per_node", "kernel_enqueue", "memory_gib"),
 }
+# A GPU's memory: a calibrated one's from its machine's fingerprint (what PyTorch reports), never a probe's
+MEMORY = "memory_gib"
 # Figures only a calibration measures, and only since some shipped profiles were taken: a device without one is
 # priced by the rule it refines. No catalogue entry has them: a GPU's are the host's costs of driving it (so a GPU
 # driven by another machine's CPU leaves them out); a CPU's, its garbage collector's full collections in a
@@ -45,7 +47,7 @@ FIELDS = {
 CALIBRATED_ONLY = {"cpu": ("loader_uncollected_per_sample", "loader_collections_per_sample", "full_collection_seconds",
                            "collection_heap_objects"),
                    "gpu": ("training_op_overhead",)}
-UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s"}
+UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s", MEMORY: "GiB"}
 KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("memory", "memory_bandwidth")),
                "gpu": (("matmul", "matmul_flops"), ("memory", "memory_bandwidth"), ("launch", "launch_overhead"),
                        ("h2d pinned", "h2d_bandwidth_pinned"))}
@@ -328,8 +330,9 @@ def from_profile(profile: dict, device: str) -> Device:
         raise HardwareError(f"device: {who} has no calibrated '{_clip(device, 60)}'; it has: {', '.join(sections)}")
     kind = "cpu" if device == "cpu" else "gpu"
     name, title = _calibrated_names(profile, device)
-    return _section_device(name, title, kind, sections[device], f"calibrated on {machine} {profile['taken'][:10]}",
-                           machine)
+    memory = {MEMORY: g["memory_gib"] for g in profile["fingerprint"]["gpus"] if g.get("device") == device}
+    return _section_device(name, title, kind, sections[device] | memory,
+                           f"calibrated on {machine} {profile['taken'][:10]}", machine)
 
 
 def unmeasured(device: Device) -> list[str]:
@@ -346,7 +349,8 @@ def calibrating(host: dict, gpu: dict) -> Target:
 
 
 def _section_device(name: str, title: str, kind: str, section: dict, source: str, machine: str) -> Device:
-    fields = (*FIELDS[kind], *(field for field in CALIBRATED_ONLY[kind] if field in section))
+    fields = (*(field for field in FIELDS[kind] if field != MEMORY or field in section),
+              *(field for field in CALIBRATED_ONLY[kind] if field in section))
     return Device(name, title, kind, "calibrated", {field: _calibrated_figure(field, section, source) for field in fields},
                   machine)
 
@@ -385,6 +389,9 @@ def _calibrated_figure(field: str, section: dict, source: str) -> Figure:
         return Figure(_value(field, section[field]), source, False, describe[field], source)
     if field == "elementwise_rate":
         return Figure(_value(field, section[field]), source, False, describe[field] + ", as FLOPs per call", source)
+    if field == MEMORY:
+        return Figure(float(section[field]), source, False, "its memory as PyTorch reports it (the machine's "
+                      "fingerprint)", source)
     return Figure(float(section[field]), source, False, describe.get(field, field), source)
 
 

@@ -19,7 +19,7 @@ import psutil
 import torch
 from torch.utils import benchmark
 
-from core import census, costmodel, devices, settings, standin
+from core import census, costmodel, devices, hardware, settings, standin
 from core.params import ConfigError, clip, shown
 
 MAX_DIMS = 8
@@ -28,6 +28,8 @@ RUN_BATCH = 2  # the batch of the one real call that checks a model runs before 
 MEASURE_SECONDS = 1.0  # --check: the least time torch.utils.benchmark spends timing blocks of calls
 CHECK_MEMORY_SHARE = 0.5  # --check: the most of the free memory its input may take (the model's activations need more)
 SWEEP = tuple(2**i for i in range(17))  # batch sizes tried for the crossover: 1 .. 65,536
+TRAINING_COPIES = 4  # what a training step with Adam holds per parameter: it, its gradient and two moments
+GIB = 2**30
 # Element types an input may have: float32, or integers for indices (token ids, class labels)
 DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32}
 DEFAULT_DTYPE = "float32"
@@ -243,6 +245,10 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
             return False
         return True
 
+    def fits(batch: int, gpu) -> bool:
+        return not gpu.has(hardware.MEMORY) or memory_needed(model, census_at(batch, True), train) <= (
+            gpu.value(hardware.MEMORY) * GIB)
+
     cpu = next((t for t in targets if t.gpu is None), None)
     found = []
     for target in targets:
@@ -251,12 +257,27 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
         entry = {"device": target.name, "hardware": target.title, "variant": "training step" if train else "forward",
                  "params": {"input": given.text}, "predicted_s": prediction.seconds,
                  "parts": prediction.parts, "notes": list(prediction.notes)}
+        if on_gpu and target.gpu.has(hardware.MEMORY):
+            needed = memory_needed(model, census_at(given.shape[0], True), train)
+            entry |= {"memory_needed_gib": needed / GIB, "memory_gib": target.gpu.value(hardware.MEMORY),
+                      "fits": fits(given.shape[0], target.gpu)}
         if on_gpu and cpu is not None:
             sweep = [(b, costmodel.predict(census_at(b, False), cpu).seconds,
-                      costmodel.predict(census_at(b, True), target).seconds) for b in SWEEP if takes(b)]
+                      costmodel.predict(census_at(b, True), target).seconds) for b in SWEEP
+                     if takes(b) and fits(b, target.gpu)]
             entry |= {"crossover_batch": costmodel.crossover(sweep), "crossover_against": cpu.title}
         found.append(entry)
     return found
+
+
+def memory_needed(model: torch.nn.Module, found: dict, train: bool) -> float:
+    """Bytes a GPU must hold at once for one call, at the least: the model's parameters and buffers (with each
+    parameter's gradient and Adam's two moments when training), or the largest operation's inputs and outputs (the
+    input's copy in among them), whichever is more. What a training step keeps for its backward comes on top."""
+    state = sum(p.numel() * p.element_size() for p in model.parameters()) * (TRAINING_COPIES if train else 1)
+    state += sum(b.numel() * b.element_size() for b in model.buffers())
+    largest = max((max(op["bytes"], op["copy"]["bytes"] if op["copy"] else 0) for op in found["ops"]), default=0)
+    return max(state, largest)
 
 
 def beside(found: list[dict], measured: benchmark.Measurement, device: str) -> list[dict]:
@@ -285,6 +306,9 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
         line = f"  {entry['hardware']}: {entry['predicted_s'] * 1e3:.3g} ms ({parts})"
         if "measured_s" in entry:
             line += f"; {_measured_text(entry)}"
+        if entry.get("fits") is False:
+            line += (f"; would not fit: one call needs at least {entry['memory_needed_gib']:.3g} GiB on it at once, "
+                     f"and it has {entry['memory_gib']:g} GiB")
         if "crossover_batch" in entry:
             batch = entry["crossover_batch"]
             line += (f"; faster than {entry['crossover_against']} from batch {batch:,}" if batch else
@@ -292,7 +316,8 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
         lines.append(line)
     if any("crossover_batch" in entry for entry in found):
         lines.append("The GPU's figures include copying the input from pageable host memory each call; the "
-                     f"crossover compares one call at each batch size {SWEEP[0]} to {SWEEP[-1]:,} that the model takes.")
+                     f"crossover compares one call at each batch size {SWEEP[0]} to {SWEEP[-1]:,} that the model takes "
+                     f"and that fits in the GPU's memory.")
     for note in dict.fromkeys(note for entry in found for note in entry.get("notes", ())):
         lines.append(f"Note: {note}.")
     if compiled:

@@ -155,6 +155,13 @@ def test_the_matmul_ratio_chart_has_numpy_at_one_and_a_rule_there(shipped_specs)
     assert "label" not in str([_encoding(layer, "y").get("title") for layer in _layers(spec)])
 
 
+def test_a_curve_of_more_rows_than_altair_s_default_guard_is_drawn_whole():
+    rows = _timed([{"size": size, "median_s": 1.0 + size} for size in range(1, 6001)])  # a long loss curve
+    spec = charts.lines(charts.measured(rows, "median_s"), "size", "median_s", title="t", x_title="n", y_title="s",
+                        points=False).to_dict()
+    assert len(_rows_of(spec)) == 6000
+
+
 # -- how a point is drawn -------------------------------------------------------------------------------------
 def test_a_noisy_point_and_a_single_sample_are_hollow_and_named():
     rows = _timed([{"size": 1, "median_s": 1.0}, {"size": 2, "median_s": 2.0, "noisy": True, "iqr_s": 1.0},

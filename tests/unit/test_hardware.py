@@ -327,6 +327,17 @@ def test_a_gpu_that_measured_its_replay_and_enqueue_costs_uses_them(results_dir)
         hardware.from_profile(profile, "cuda:1")
 
 
+def test_a_gpu_s_memory_is_the_catalogue_s_or_what_pytorch_reported_on_its_machine():
+    catalogue = hardware.catalogue().devices
+    assert all(d.has("memory_gib") for d in catalogue.values() if d.kind == "gpu")
+    assert catalogue["t4"].value("memory_gib") == 16 and catalogue["h200"].value("memory_gib") == 141
+    profile = made_profile("roomy-gpu", gpus=("cuda:0", "cuda:1"))
+    profile["fingerprint"]["gpus"][1]["memory_gib"] = 23.6
+    assert not hardware.from_profile(profile, "cuda:0").has("memory_gib")  # a fingerprint without it
+    second = hardware.from_profile(profile, "cuda:1")
+    assert second.value("memory_gib") == 23.6 and "PyTorch reports" in second.figures["memory_gib"].note
+
+
 def test_a_cpu_s_full_collection_figures_are_a_calibration_s_alone_and_only_where_measured(this_profile):
     collecting = {"loader_uncollected_per_sample": {"64": 2e-6, "1024": 2.2e-6},
                   "loader_collections_per_sample": {"64": 0.0, "1024": 1.5e-5}, "full_collection_seconds": 0.12,

@@ -294,6 +294,34 @@ def test_a_batch_the_model_cannot_take_is_left_out_of_the_crossover_sweep(capsys
     assert gpu["predicted_s"] > 0 and "crossover_batch" in gpu
 
 
+def test_your_own_model_too_large_for_a_gpu_s_memory_is_said_not_to_fit_there(capsys, calibrated, model_file):
+    # 100,000,000 rows of 84 float32: 31.3 GiB of input alone, more than a T4's 16 GiB, less than an H100's 80
+    argv = ["predict", "--model", f"{model_file}:build", "--input", "100000000x84", "--on", "t4", "--on", "h100-sxm"]
+    assert main([*argv, "--json"]) == 0
+    found = {entry["device"]: entry for entry in json.loads(capsys.readouterr().out)}
+    t4, h100 = found["t4"], found["h100-sxm"]
+    assert t4["memory_gib"] == 16 and h100["memory_gib"] == 80
+    assert t4["memory_needed_gib"] == h100["memory_needed_gib"] >= 100_000_000 * 84 * 4 / 2**30
+    assert t4["fits"] is False and h100["fits"] is True
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    needed = f"{t4['memory_needed_gib']:.3g} GiB"  # the first Linear reads the input and writes 64 columns: 55.1
+    assert "T4 driven by this machine's CPU" in out and f"would not fit: one call needs at least {needed}" in out
+    assert "and it has 16 GiB" in out
+    assert out.count("would not fit") == 1  # the H100's line has room
+
+
+def test_the_memory_one_call_needs_is_the_model_s_state_or_its_largest_operation_whichever_is_more():
+    model = torch.nn.Linear(10, 10)  # 110 float32 parameters: 440 bytes; training adds gradients and two moments
+    found = {"ops": [{"bytes": 1000, "copy": None}, {"bytes": 0, "copy": {"bytes": 600}}]}
+    assert ownmodel.memory_needed(model, found, train=False) == 1000  # the largest operation
+    assert ownmodel.memory_needed(model, found, train=True) == 4 * 440  # the parameters, gradients and moments
+    copied = {"ops": [{"bytes": 100, "copy": {"bytes": 5000}}]}
+    assert ownmodel.memory_needed(model, copied, train=False) == 5000  # the input's copy in
+    model.register_buffer("running", torch.zeros(1000))  # 4,000 bytes every call holds
+    assert ownmodel.memory_needed(model, found, train=False) == 440 + 4000
+
+
 def test_a_name_given_twice_predicts_once_and_a_configuration_with_no_point_on_a_gpu_says_so(capsys, calibrated,
                                                                                              model_file):
     assert main(["predict", "--model", f"{model_file}:build", "--input", "8x84", "--on", "t4", "--on", "t4",
