@@ -294,8 +294,10 @@ def loader_cost(device: str, effort: Effort) -> dict:
     for field, batch_size, samples in (("loader_batch1_per_sample", 1, effort.loader_samples[0]),
                                        ("loader_batched_per_sample", costmodel.LOADER_BATCH, effort.loader_samples[1])):
         per_sample[field] = min(_loader_passes(batch_size, samples, device, effort.repeats)[0]) / samples
-    return per_sample | loader_by_batch(device, effort) | {"full_collection_seconds": full_collection_seconds(device),
-                                                           "collection_heap_objects": len(gc.get_objects())}
+    by_batch = loader_by_batch(device, effort)
+    heap = len(gc.get_objects())  # counted as a census counts them: the passes' garbage not collected yet
+    return per_sample | by_batch | {"full_collection_seconds": full_collection_seconds(device),
+                                    "collection_heap_objects": heap}
 
 
 def loader_by_batch(device: str, effort: Effort) -> dict:
@@ -329,7 +331,7 @@ def _loader_passes(batch_size: int, samples: int, device: str, repeats: int) -> 
         collected.append(full)
 
     measurement = timing.measure(one_pass, device, repeats=repeats)
-    return list(measurement.samples), collected[-len(measurement.samples):]
+    return list(measurement.samples), collected[len(collected) - len(measurement.samples):]  # the warm-up's left out
 
 
 def full_collection_seconds(device: str) -> float:

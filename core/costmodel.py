@@ -61,12 +61,13 @@ The rules on a GPU target, per operation call:
 - loading: a DataLoader sample costs the host's loader_uncollected_per_sample at the stretch's batch size (its
   samples over its batches), interpolated log-log between the batch sizes measured, and a sample of the workload
   the garbage collector's full collections its median sees: the whole number nearest the average its loader
-  samples set off (loader_collections_per_sample, which grows with the batch; a census's process holding
-  heap_objects collects collection_heap_objects / heap_objects as often), each full_collection_seconds. A
-  host without those figures: loader_per_sample, the collections spread over every sample. Without that: a
-  batch costs a and each of its samples c, from its seconds per sample at batch 1 (L1) and at batch 64 (L64):
-  L1 = a + c and L64 = a / 64 + c, so c = (64 L64 - L1) / 63 and a = L1 - c, each at least 0. The operations of a fetch cost nothing more on the host (the figures
-  hold them); its kernels and copies cost as anywhere else.
+  samples set off (loader_collections_per_sample, which grows with the batch), each full_collection_seconds. A
+  census's process holding k times the calibration's objects (heap_objects over collection_heap_objects)
+  collects k times less often, each collection k times longer. A host without those figures: loader_per_sample,
+  the collections spread over every sample. Without that: a batch costs a and each of its samples c, from its
+  seconds per sample at batch 1 (L1) and at batch 64 (L64): L1 = a + c and L64 = a / 64 + c, so
+  c = (64 L64 - L1) / 63 and a = L1 - c, each at least 0. The operations of a fetch cost nothing more on the host
+  (the figures hold them); its kernels and copies cost as anywhere else.
 - copies: a host-device copy takes the GPU's latency + bytes / bandwidth for its direction and host
   memory (pinned or pageable). A blocking copy (one that syncs) runs after the device work before it; a
   non-blocking one is device time.
@@ -101,8 +102,9 @@ TRAINING_OP = "training_op_overhead"  # a GPU's host figure for the operations o
 PYTHON_PHASES = ("step", "optimizer")  # where the host runs the unit's Python (not a fetch, not a replay)
 DIRECTIONS = ("h2d", "d2h", "d2d")
 LOADER_BATCH = 64  # the batch of the host's loader_batched_per_sample figure
-COLLECTIONS = "loader_collections_per_sample"
-HEAP = "collection_heap_objects"
+COLLECTIONS, HEAP = "loader_collections_per_sample", "collection_heap_objects"
+# A host's figures for its DataLoader's full garbage collections: all or none (they come from one probe)
+COLLECTION_FIGURES = ("loader_uncollected_per_sample", COLLECTIONS, "full_collection_seconds", HEAP)
 GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm": 1}  # where a GEMM's two matrices start
 # The host's grid of GEMM times each GEMM is priced by: addmm is what nn.Linear issues (its weight read transposed)
 GEMM_GRID = {"aten.mm": "gemm_seconds", "aten.bmm": "gemm_seconds", "aten.addmm": "linear_seconds",
@@ -589,10 +591,10 @@ def _host_side(stretch: dict, total: Cost, target, collected: float | None) -> d
 def _collected_share(census: dict, stretches: list[dict], host) -> float | None:
     """The share of its DataLoader's full collections on average that a sample's median sees, None where the host
     has no figures for them (its loader_per_sample holds them, spread over every sample). They come every so many
-    samples, so a sample sees the whole number of them nearest its average: one that sets one off every third time
-    has none in its median, and one that sets off 2.4 has two. A process holding more objects than the calibration's
+    samples, so a sample sees the whole number of them nearest its average (a half rounds up): one that sets one off
+    every third time has none in its median, and one that sets off 2.4 has two. A process holding more objects than the calibration's
     collects as many times less often (and each collection takes as many times longer: the same seconds on average)."""
-    if not host.has(COLLECTIONS):
+    if not all(host.has(figure) for figure in COLLECTION_FIGURES):
         return None
     heap = census.get("heap_objects") or host.value(HEAP)
     average = sum(stretch["times"] * stretch["loader_samples"] * _collections_at(stretch, host)
@@ -669,6 +671,10 @@ def _notes(census: dict, ops: list[dict], target) -> tuple[str, ...]:
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def is_positive(value) -> bool:
+    return _is_number(value) and value > 0
 
 
 def _is_amount(value) -> bool:

@@ -44,8 +44,7 @@ MEMORY = "memory_gib"
 # priced by the rule it refines. No catalogue entry has them: a GPU's are the host's costs of driving it (so a GPU
 # driven by another machine's CPU leaves them out); a CPU's, its garbage collector's full collections in a
 # DataLoader, which no one publishes
-CALIBRATED_ONLY = {"cpu": ("loader_uncollected_per_sample", "loader_collections_per_sample", "full_collection_seconds",
-                           "collection_heap_objects"),
+CALIBRATED_ONLY = {"cpu": costmodel.COLLECTION_FIGURES,
                    "gpu": ("training_op_overhead",)}
 UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s", MEMORY: "GiB"}
 KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("memory", "memory_bandwidth")),
@@ -330,7 +329,8 @@ def from_profile(profile: dict, device: str) -> Device:
         raise HardwareError(f"device: {who} has no calibrated '{_clip(device, 60)}'; it has: {', '.join(sections)}")
     kind = "cpu" if device == "cpu" else "gpu"
     name, title = _calibrated_names(profile, device)
-    memory = {MEMORY: g["memory_gib"] for g in profile["fingerprint"]["gpus"] if g.get("device") == device}
+    memory = {MEMORY: g["memory_gib"] for g in profile["fingerprint"]["gpus"] if g.get("device") == device
+              and costmodel.is_positive(g.get("memory_gib"))}  # a hand-made fingerprint may lack it
     return _section_device(name, title, kind, sections[device] | memory,
                            f"calibrated on {machine} {profile['taken'][:10]}", machine)
 

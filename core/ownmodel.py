@@ -265,7 +265,8 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
             sweep = [(b, costmodel.predict(census_at(b, False), cpu).seconds,
                       costmodel.predict(census_at(b, True), target).seconds) for b in SWEEP
                      if takes(b) and fits(b, target.gpu)]
-            entry |= {"crossover_batch": costmodel.crossover(sweep), "crossover_against": cpu.title}
+            entry |= {"crossover_batch": costmodel.crossover(sweep), "crossover_against": cpu.title,
+                      "crossover_up_to": max((batch for batch, _, _ in sweep), default=None)}
         found.append(entry)
     return found
 
@@ -310,9 +311,10 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
             line += (f"; would not fit: one call needs at least {entry['memory_needed_gib']:.3g} GiB on it at once, "
                      f"and it has {entry['memory_gib']:g} GiB")
         if "crossover_batch" in entry:
-            batch = entry["crossover_batch"]
-            line += (f"; faster than {entry['crossover_against']} from batch {batch:,}" if batch else
-                     f"; not faster than {entry['crossover_against']} at any batch up to {SWEEP[-1]:,}")
+            batch, up_to, cpu = entry["crossover_batch"], entry["crossover_up_to"], entry["crossover_against"]
+            line += (f"; faster than {cpu} from batch {batch:,}" if batch else
+                     f"; not faster than {cpu} at any batch up to {up_to:,}" if up_to else
+                     "; no batch of the crossover sweep fits in its memory")
         lines.append(line)
     if any("crossover_batch" in entry for entry in found):
         lines.append("The GPU's figures include copying the input from pageable host memory each call; the "

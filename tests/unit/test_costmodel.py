@@ -393,6 +393,14 @@ def test_a_sample_s_median_sees_the_whole_number_of_full_collections_nearest_its
     assert_parts(found, parts(loading=times * samples * 2 * US + collections * seconds))
 
 
+@pytest.mark.parametrize("missing", sorted(COLLECTING))
+def test_a_host_without_every_collection_figure_prices_its_loader_as_before(missing):
+    by_batch = {"64": 3 * US, "1024": 5 * US}  # loader_per_sample: the collections spread over every sample
+    host = {field: value for field, value in COLLECTING.items() if field != missing} | {"loader_per_sample": by_batch}
+    found = predict(census([], [stretch([], batches=100, samples=102_400)]), cpu(**host))
+    assert_parts(found, parts(loading=102_400 * 5 * US))
+
+
 def test_a_loader_below_the_batch_that_sets_collections_off_costs_its_samples_alone():
     found = predict(census([], [stretch([], times=1000, batches=16, samples=1024)]), cpu(**COLLECTING))
     assert_parts(found, parts(loading=1000 * 1024 * 2 * US))  # batch 64: no collection in 1,024,000 samples

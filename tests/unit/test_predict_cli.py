@@ -311,6 +311,19 @@ def test_your_own_model_too_large_for_a_gpu_s_memory_is_said_not_to_fit_there(ca
     assert out.count("would not fit") == 1  # the H100's line has room
 
 
+def test_the_crossover_sweep_compares_only_the_batches_that_fit_in_the_gpu_s_memory(capsys, calibrated, model_file,
+                                                                                  monkeypatch):
+    # a ReLU over rows of 2,000,000 float32 (8 MB): it reads and writes 16 MB a row, so a T4's 16 GiB holds 1,073 rows
+    argv = ["predict", "--model", f"{model_file}:bare", "--input", "1x2000000", "--on", "t4"]
+    assert main([*argv, "--json"]) == 0
+    t4 = next(entry for entry in json.loads(capsys.readouterr().out) if entry["device"] == "t4")
+    assert t4["fits"] is True and t4["crossover_up_to"] == 1024
+    monkeypatch.setattr(ownmodel, "memory_needed", lambda model, found, train: 2.0**60)  # no batch fits
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "would not fit" in out and "no batch of the crossover sweep fits in its memory" in out
+
+
 def test_the_memory_one_call_needs_is_the_model_s_state_or_its_largest_operation_whichever_is_more():
     model = torch.nn.Linear(10, 10)  # 110 float32 parameters: 440 bytes; training adds gradients and two moments
     found = {"ops": [{"bytes": 1000, "copy": None}, {"bytes": 0, "copy": {"bytes": 600}}]}
