@@ -199,7 +199,7 @@ GRID_TABLES = {GEMM_FIGURES: (("M", "K", "N"), ("torch.mm (µs)", "nn.Linear's a
 HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
                "s/node": (1e-6, "µs/node"), "s/block": (1e-6, "µs/block"), "s/kernel": (1e-6, "µs/kernel"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
                "B/s": (1e9, "GB/s"), "share": (0.01, "%"),
-               "1/sample": (1e-6, "per million samples"), "objects": (1e3, "thousand objects"), "GiB": (1.0, "GiB")}
+               "1/sample": (1e-6, "per 1M"), "objects": (1e3, "k objects"), "GiB": (1.0, "GiB")}
 
 
 CALIBRATION_TIME = "four to five minutes"  # a full calibration on a 2-core CPU (the AMD EPYCs: 194-278 s)
