@@ -357,7 +357,9 @@ def lines(data: pd.DataFrame, x: str, y: str, *, title: str, x_title: str, y_tit
     if points:
         layers.append(base.mark_point(strokeWidth=2, opacity=1).encode(
             shape=device_shape(data["device"]), size=POINT_SIZE, **fill_where_filled(colour),
-            **look_encoding(data["look"], _symbol(set(data["device"]))), tooltip=tip).transform_filter(
+            # panels side by side fill the page's width: the source legend goes below them, with the others
+            **look_encoding(data["look"], _symbol(set(data["device"])), orient="bottom" if len(runs) > 1 else "right"),
+            tooltip=tip).transform_filter(
             f"isValid(datum['{x}'])"))
     if ratio:
         layers.insert(0, ratio_rule("y"))

@@ -194,6 +194,19 @@ def test_two_runs_of_one_variant_give_two_lines_in_two_panels():
     assert all("run" in [d["field"] for d in _encoding(layer, "detail")] for layer in lines)
 
 
+def test_the_source_legend_goes_below_panels_side_by_side_and_beside_a_single_chart():
+    first = _timed([{"size": s, "median_s": s} for s in (1, 2)])
+    second = first.assign(run_id="r2", started="2026-01-02T00:00:00+00:00")
+
+    def source_legends(frame) -> list[str]:
+        spec = charts.measured_lines(frame, "size", "median_s", title="t", x_title="n", y_title="s").to_dict()
+        return [_encoding(layer, "strokeDash")["legend"]["orient"] for layer in _layers(spec)
+                if "legend" in _encoding(layer, "strokeDash")]
+
+    assert source_legends(pd.concat([first, second])) == ["bottom"]  # two panels fill the page's width
+    assert source_legends(first) == ["right"]
+
+
 def test_published_figures_are_hollow_and_a_single_figure_is_a_dashed_rule():
     figures = pd.DataFrame({"figure": ["one", "sweep", "sweep"], "device": ["GPU", "CPU", "CPU"],
                             "value": [2.0, 1.0, 3.0], "hardware": ["K80", "i7", "i7"], "size": [None, 1, 2]})
