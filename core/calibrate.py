@@ -296,6 +296,9 @@ def loader_cost(device: str, effort: Effort) -> dict:
         per_sample[field] = min(_loader_passes(batch_size, samples, device, effort.repeats)[0]) / samples
     by_batch = loader_by_batch(device, effort)
     heap = len(gc.get_objects())  # counted as a census counts them: the passes' garbage not collected yet
+    if not any(by_batch[costmodel.COLLECTIONS].values()):
+        # passes too short to see one even at the largest batch (a quick calibration's): no figure, rather than 0
+        return per_sample | {"loader_per_sample": by_batch["loader_per_sample"]}
     return per_sample | by_batch | {"full_collection_seconds": full_collection_seconds(device),
                                     "collection_heap_objects": heap}
 

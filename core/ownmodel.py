@@ -23,12 +23,12 @@ from core import census, costmodel, devices, hardware, settings, standin
 from core.params import ConfigError, clip, shown
 
 MAX_DIMS = 8
-MAX_ELEMENTS = 2**34  # the input is only ever built on the meta device: this bounds nothing but typos
+MAX_ELEMENTS = 2**34  # the census builds the input on the meta device only: this bounds typos (_fits_here the rest)
 RUN_BATCH = 2  # the batch of the one real call that checks a model runs before it is predicted (BatchNorm wants 2)
 MEASURE_SECONDS = 1.0  # --check: the least time torch.utils.benchmark spends timing blocks of calls
-CHECK_MEMORY_SHARE = 0.5  # --check: the most of the free memory its input may take (the model's activations need more)
+CHECK_MEMORY_SHARE = 0.5  # the most of the free memory a real input may take (the model's activations need more)
 SWEEP = tuple(2**i for i in range(17))  # batch sizes tried for the crossover: 1 .. 65,536
-TRAINING_COPIES = 4  # what a training step with Adam holds per parameter: it, its gradient and two moments
+TRAINING_COPIES = 4  # what a training step with Adam holds per trainable parameter: it, its gradient, two moments
 GIB = 2**30
 # Element types an input may have: float32, or integers for indices (token ids, class labels)
 DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32}
@@ -93,7 +93,8 @@ def load(spec: str) -> torch.nn.Module:
     except USERS_ERRORS as e:
         raise ConfigError("--model", f"{clip(name)}() raised {type(e).__name__}: {clip(str(e), 200)}") from None
     if not isinstance(model, torch.nn.Module):
-        raise ConfigError("--model", f"{clip(name)}() returned a {type(model).__name__}, not a torch.nn.Module")
+        raise ConfigError("--model", f"{clip(name)}() returned a value of type {type(model).__name__}, not a "
+                                     f"torch.nn.Module")
     return model
 
 
@@ -140,12 +141,7 @@ def measure(model: torch.nn.Module, given: Input, train: bool) -> benchmark.Meas
     for at least MEASURE_SECONDS, after a first call), on random floats, or zeros for indices (a valid index into
     any table). `model` must be a build of its own: the census moves the module it counts to the stand-in."""
     model = eager(model)[0].train(train)
-    dtype = DTYPES[given.dtype]
-    needed, available = math.prod(given.shape) * dtype.itemsize, psutil.virtual_memory().available
-    if needed > CHECK_MEMORY_SHARE * available:
-        raise ConfigError("--check", f"the input {given.text} alone takes {needed / 2**30:.1f} GiB, over "
-                                     f"{CHECK_MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB this machine has "
-                                     f"free: check a smaller batch (the prediction itself runs it at batch 2 only)")
+    _fits_here(given, "--check", "check a smaller batch")
     call = _one_call(model, train, lambda: x)
     try:
         x = _real_input(given, torch.device("cpu"))
@@ -165,12 +161,24 @@ def runs(model: torch.nn.Module, given: Input, train: bool) -> None:
     census runs on does not always do."""
     first = next(model.parameters(), None)
     small = given.at(min(given.shape[0], RUN_BATCH))
+    _fits_here(small, "--input", f"the one real call that checks the model runs takes it at batch {small.shape[0]}: "
+                                 f"try narrower rows")
     x = _real_input(small, first.device if first is not None else torch.device("cpu"))
     call = _one_call(model, train, lambda: x)
     try:
         call()
     except USERS_ERRORS as e:
         raise _failed(e, given, train) from None  # the input as given: its batch is seldom what fails
+
+
+def _fits_here(given: Input, field: str, advice: str) -> None:
+    """ConfigError naming `field` when a real input of `given` would take over CHECK_MEMORY_SHARE of the memory this
+    machine has free (the model's own tensors need more)."""
+    needed, available = math.prod(given.shape) * DTYPES[given.dtype].itemsize, psutil.virtual_memory().available
+    if needed > CHECK_MEMORY_SHARE * available:
+        raise ConfigError(field, f"an input of {given.text} alone takes {needed / 2**30:.1f} GiB, over "
+                                 f"{CHECK_MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB this machine has free: "
+                                 f"{advice}")
 
 
 def _real_input(given: Input, device: torch.device) -> torch.Tensor:
@@ -273,12 +281,20 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
 
 def memory_needed(model: torch.nn.Module, found: dict, train: bool) -> float:
     """Bytes a GPU must hold at once for one call, at the least: the model's parameters and buffers (with each
-    parameter's gradient and Adam's two moments when training), or the largest operation's inputs and outputs (the
-    input's copy in among them), whichever is more. What a training step keeps for its backward comes on top."""
-    state = sum(p.numel() * p.element_size() for p in model.parameters()) * (TRAINING_COPIES if train else 1)
-    state += sum(b.numel() * b.element_size() for b in model.buffers())
-    largest = max((max(op["bytes"], op["copy"]["bytes"] if op["copy"] else 0) for op in found["ops"]), default=0)
-    return max(state, largest)
+    trainable parameter's gradient and Adam's two moments when training), or the largest tensor an operation takes
+    (the input's copy in among them), whichever is more. What the operations write, and what a training step keeps
+    for its backward, come on top."""
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    trained = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad) if train else 0
+    state = weights + (TRAINING_COPIES - 1) * trained + sum(b.numel() * b.element_size() for b in model.buffers())
+    return max(state, max((_largest_input(op) for op in found["ops"]), default=0))
+
+
+def _largest_input(op: dict) -> float:
+    """The bytes of the largest tensor an operation of the census takes (or of its copy)."""
+    inputs = (math.prod(shape) * torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+              for shape, dtype in zip(op["shapes"], op["dtypes"]) if hasattr(torch, dtype))
+    return max(*inputs, op["copy"]["bytes"] if op["copy"] else 0, 0)
 
 
 def beside(found: list[dict], measured: benchmark.Measurement, device: str) -> list[dict]:

@@ -85,9 +85,10 @@ FIELDS = (
           "(timed through gc.callbacks): what a pass that sets none off costs", 1e-9, 1e-1, HOST, sized=True,
           required=False),
     Field("loader_collections_per_sample", "1/sample", "the garbage collector's full collections per sample that "
-          "DataLoader set off over all its passes at each batch size (0: none in them)", 0.0, 1.0, HOST, sized=True,
+          "DataLoader set off over all its passes at each batch size (0: none in them; none at any batch, as in a "
+          "quick calibration's short passes, leaves the four collection figures out)", 0.0, 1.0, HOST, sized=True,
           required=False),
-    Field("full_collection_seconds", "s", "one full garbage collection (gc.collect()) in the calibrating process: it "
+    Field("full_collection_seconds", "s/collection", "one full garbage collection (gc.collect()) in the calibrating process: it "
           "walks every object the process holds", 1e-7, 10.0, HOST, required=False),
     Field("collection_heap_objects", "objects", "the objects the garbage collector tracked in the calibrating "
           "process then: a process holding more collects as many times less often, each time as many times longer",
@@ -199,7 +200,8 @@ GRID_TABLES = {GEMM_FIGURES: (("M", "K", "N"), ("torch.mm (µs)", "nn.Linear's a
 HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "µs/call"), "s/step": (1e-6, "µs/step"), "s/sample": (1e-6, "µs/sample"),
                "s/node": (1e-6, "µs/node"), "s/block": (1e-6, "µs/block"), "s/kernel": (1e-6, "µs/kernel"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
                "B/s": (1e9, "GB/s"), "share": (0.01, "%"),
-               "1/sample": (1e-6, "per 1M"), "objects": (1e3, "k objects"), "GiB": (1.0, "GiB")}
+               "1/sample": (1e-6, "per 1M"), "objects": (1e3, "k objects"), "GiB": (1.0, "GiB"),
+               "s/collection": (1e-3, "ms/collection")}
 
 
 CALIBRATION_TIME = "four to five minutes"  # a full calibration on a 2-core CPU (the AMD EPYCs: 194-278 s)

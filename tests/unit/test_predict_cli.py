@@ -60,6 +60,9 @@ class Counts(torch.nn.Module):  # its forward returns a number, not a tensor
 def counts():
     return Counts()
 
+def in_place():
+    return torch.nn.ReLU(inplace=True)
+
 def normalised():  # BatchNorm trains on 2 samples or more: the crossover sweep starts at batch 2
     return torch.nn.Sequential(torch.nn.Linear(84, 16), torch.nn.BatchNorm1d(16), torch.nn.Linear(16, 1))
 '''
@@ -195,7 +198,7 @@ def test_your_own_model_is_timed_here_beside_its_prediction_with_check(capsys, c
     # an input that would not fit is refused before anything is allocated: 2^31 floats are 8 GiB
     monkeypatch.setattr(ownmodel.psutil, "virtual_memory", lambda: type("Free", (), {"available": 2**33})())
     assert main(["predict", "--model", f"{model_file}:build", "--input", "25565282x84", "--check", "--on", "this"]) == 2
-    assert ("--check: the input 25565282x84 alone takes 8.0 GiB, over 50% of the 8.0 GiB this machine has free"
+    assert ("--check: an input of 25565282x84 alone takes 8.0 GiB, over 50% of the 8.0 GiB this machine has free"
             in capsys.readouterr().err)
 
 
@@ -255,7 +258,7 @@ def test_a_compiled_model_is_predicted_as_its_eager_operations_and_says_so(capsy
 @pytest.mark.parametrize("argv, message", [
     (["--model", "{file}:nothing", "--input", "8x84"], "has no function nothing"),
     (["--model", "{file}:broken", "--input", "8x84"], "broken() raised RuntimeError: no weights here"),
-    (["--model", "{file}:not_a_model", "--input", "8x84"], "returned a int, not a torch.nn.Module"),
+    (["--model", "{file}:not_a_model", "--input", "8x84"], "returned a value of type int, not a torch.nn.Module"),
     (["--model", "{file}:build", "--input", "8x3"], "one forward on input 8x3 failed"),
     (["--model", "{file}:bare", "--input", "8x84", "--train"], "--train: the model has no trainable parameters"),
     (["--model", "{file}:build", "--input", "8xx84"], "--input: '8xx84' is not a shape"),
@@ -305,7 +308,7 @@ def test_your_own_model_too_large_for_a_gpu_s_memory_is_said_not_to_fit_there(ca
     assert t4["fits"] is False and h100["fits"] is True
     assert main(argv) == 0
     out = capsys.readouterr().out
-    needed = f"{t4['memory_needed_gib']:.3g} GiB"  # the first Linear reads the input and writes 64 columns: 55.1
+    needed = f"{t4['memory_needed_gib']:.3g} GiB"  # the input, which the first Linear takes whole: 31.3
     assert "T4 driven by this machine's CPU" in out and f"would not fit: one call needs at least {needed}" in out
     assert "and it has 16 GiB" in out
     assert out.count("would not fit") == 1  # the H100's line has room
@@ -313,26 +316,46 @@ def test_your_own_model_too_large_for_a_gpu_s_memory_is_said_not_to_fit_there(ca
 
 def test_the_crossover_sweep_compares_only_the_batches_that_fit_in_the_gpu_s_memory(capsys, calibrated, model_file,
                                                                                   monkeypatch):
-    # a ReLU over rows of 2,000,000 float32 (8 MB): it reads and writes 16 MB a row, so a T4's 16 GiB holds 1,073 rows
+    # a ReLU over rows of 2,000,000 float32 (8 MB): it takes them whole, so a T4's 16 GiB holds 2,147 rows
     argv = ["predict", "--model", f"{model_file}:bare", "--input", "1x2000000", "--on", "t4"]
     assert main([*argv, "--json"]) == 0
     t4 = next(entry for entry in json.loads(capsys.readouterr().out) if entry["device"] == "t4")
-    assert t4["fits"] is True and t4["crossover_up_to"] == 1024
+    assert t4["fits"] is True and t4["crossover_up_to"] == 2048
     monkeypatch.setattr(ownmodel, "memory_needed", lambda model, found, train: 2.0**60)  # no batch fits
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "would not fit" in out and "no batch of the crossover sweep fits in its memory" in out
 
 
-def test_the_memory_one_call_needs_is_the_model_s_state_or_its_largest_operation_whichever_is_more():
+def test_the_memory_one_call_needs_is_the_model_s_state_or_its_largest_input_whichever_is_more():
     model = torch.nn.Linear(10, 10)  # 110 float32 parameters: 440 bytes; training adds gradients and two moments
-    found = {"ops": [{"bytes": 1000, "copy": None}, {"bytes": 0, "copy": {"bytes": 600}}]}
-    assert ownmodel.memory_needed(model, found, train=False) == 1000  # the largest operation
+    found = {"ops": [{"shapes": [[250], [3]], "dtypes": ["float32", "int64"], "copy": None},
+                     {"shapes": [[10]], "dtypes": ["float32"], "copy": {"bytes": 600}}]}
+    assert ownmodel.memory_needed(model, found, train=False) == 1000  # the largest input: 250 float32
     assert ownmodel.memory_needed(model, found, train=True) == 4 * 440  # the parameters, gradients and moments
-    copied = {"ops": [{"bytes": 100, "copy": {"bytes": 5000}}]}
+    copied = {"ops": [{"shapes": [[25]], "dtypes": ["float32"], "copy": {"bytes": 5000}}]}
     assert ownmodel.memory_needed(model, copied, train=False) == 5000  # the input's copy in
+    model.weight.requires_grad_(False)  # frozen: Adam keeps nothing for it, and it has no gradient
+    assert ownmodel.memory_needed(model, {"ops": []}, train=True) == 440 + 3 * 40
     model.register_buffer("running", torch.zeros(1000))  # 4,000 bytes every call holds
     assert ownmodel.memory_needed(model, found, train=False) == 440 + 4000
+
+
+def test_an_operation_in_place_needs_its_input_alone(capsys, calibrated, model_file):
+    # 2048 rows of 2,000,000 float32: 15.3 GiB, which a T4's 16 GiB holds; an in-place ReLU needs nothing more
+    assert main(["predict", "--model", f"{model_file}:in_place", "--input", "2048x2000000", "--on", "t4",
+                 "--json"]) == 0
+    t4 = next(entry for entry in json.loads(capsys.readouterr().out) if entry["device"] == "t4")
+    assert t4["memory_needed_gib"] == pytest.approx(2048 * 2_000_000 * 4 / 2**30) and t4["fits"] is True
+
+
+def test_an_input_too_large_for_this_machine_s_real_call_is_refused_before_it_is_built(capsys, calibrated,
+                                                                                      model_file, monkeypatch):
+    free = type("Free", (), {"available": 2**30})()  # 1 GiB free: rows of 2**28 float32 take 2 GiB at batch 2
+    monkeypatch.setattr(ownmodel.psutil, "virtual_memory", lambda: free)
+    assert main(["predict", "--model", f"{model_file}:bare", "--input", f"4x{2**28}", "--on", "t4"]) == 2
+    err = capsys.readouterr().err
+    assert "--input" in err and "2.0 GiB" in err and "batch 2" in err and "narrower rows" in err
 
 
 def test_a_name_given_twice_predicts_once_and_a_configuration_with_no_point_on_a_gpu_says_so(capsys, calibrated,
