@@ -311,6 +311,8 @@ def unmeasured_text(machine_id: str, device: str) -> str:
     them), which the cost model stands in for: its points check the model with less than this version measures."""
     target = _own_target(machine_id, device)
     missing = [*hardware.unmeasured(target.host), *(hardware.unmeasured(target.gpu) if target.gpu else [])] if target else []
+    if (profiles.load(machine_id) or {}).get("quick"):  # a quick calibration leaves them out on purpose (quick_profile_text)
+        missing = [field for field in missing if field not in costmodel.COLLECTION_FIGURES]
     if not missing:
         return ""
     return (f"Its profile was calibrated before calibrate measured {len(missing)} of its figures ({', '.join(missing)}): "
@@ -329,10 +331,15 @@ def quick_profile_text(machine_id: str, device: str) -> str:
     if "matmul_flops" not in figures:
         return ""
     quick, full = max(map(int, figures["matmul_flops"])), calibrate.FULL.matmul_sizes[devices.kind(device)][-1]
+    uncollected = not set(costmodel.COLLECTION_FIGURES) <= set(profile["cpu"])
     return (f"Its profile is a quick calibration (calibrate --quick: one pass, fewer sizes). On {device} it timed "
             f"matrix products up to {quick}x{quick}, and the model prices a larger one at that size's rate, so its "
             f"larger compute-bound points check the quick profile more than the model; a full calibration on that "
-            f"machine (python -m core calibrate) times them up to {full}x{full}.")
+            f"machine (python -m core calibrate) times them up to {full}x{full}." +
+            (" It holds no figures for the DataLoader's full garbage collections (a quick calibration's passes are "
+             "too short to see one), so the model spreads them over every loader sample instead of pricing those a "
+             "sample's median sees."
+             if uncollected else ""))
 
 
 def host_share(prediction: costmodel.Prediction) -> float:
