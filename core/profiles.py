@@ -201,7 +201,7 @@ HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "�
                "s/node": (1e-6, "µs/node"), "s/block": (1e-6, "µs/block"), "s/kernel": (1e-6, "µs/kernel"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
                "B/s": (1e9, "GB/s"), "share": (0.01, "%"),
                "1/sample": (1e-6, "per 1M"), "objects": (1e3, "k objects"), "GiB": (1.0, "GiB"),
-               "s/collection": (1e-3, "ms/collection")}
+               "s/collection": (1e-3, "ms")}
 
 
 CALIBRATION_TIME = "four to five minutes"  # a full calibration on a 2-core CPU (the AMD EPYCs: 194-278 s)
