@@ -592,8 +592,9 @@ def _collected_share(census: dict, stretches: list[dict], host) -> float | None:
     """The share of its DataLoader's full collections on average that a sample's median sees, None where the host
     has no figures for them (its loader_per_sample holds them, spread over every sample). They come every so many
     samples, so a sample sees the whole number of them nearest its average (a half rounds up): one that sets one off
-    every third time has none in its median, and one that sets off 2.4 has two. A process holding more objects than the calibration's
-    collects as many times less often (and each collection takes as many times longer: the same seconds on average)."""
+    every third time has none in its median, and one that sets off 2.4 has two. A process holding more objects than
+    the calibration's collects as many times less often (and each collection takes as many times longer: the same
+    seconds on average)."""
     if not all(host.has(figure) for figure in COLLECTION_FIGURES):
         return None
     heap = census.get("heap_objects") or host.value(HEAP)

@@ -253,9 +253,11 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
             return False
         return True
 
+    def needed(batch: int) -> float:
+        return memory_needed(model, census_at(batch, True), train)
+
     def fits(batch: int, gpu) -> bool:
-        return not gpu.has(hardware.MEMORY) or memory_needed(model, census_at(batch, True), train) <= (
-            gpu.value(hardware.MEMORY) * GIB)
+        return not gpu.has(hardware.MEMORY) or needed(batch) <= gpu.value(hardware.MEMORY) * GIB
 
     cpu = next((t for t in targets if t.gpu is None), None)
     found = []
@@ -266,8 +268,8 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
                  "params": {"input": given.text}, "predicted_s": prediction.seconds,
                  "parts": prediction.parts, "notes": list(prediction.notes)}
         if on_gpu and target.gpu.has(hardware.MEMORY):
-            needed = memory_needed(model, census_at(given.shape[0], True), train)
-            entry |= {"memory_needed_gib": needed / GIB, "memory_gib": target.gpu.value(hardware.MEMORY),
+            entry |= {"memory_needed_gib": needed(given.shape[0]) / GIB,
+                      "memory_gib": target.gpu.value(hardware.MEMORY),
                       "fits": fits(given.shape[0], target.gpu)}
         if on_gpu and cpu is not None:
             sweep = [(b, costmodel.predict(census_at(b, False), cpu).seconds,
@@ -292,8 +294,9 @@ def memory_needed(model: torch.nn.Module, found: dict, train: bool) -> float:
 
 def _largest_input(op: dict) -> float:
     """The bytes of the largest tensor an operation of the census takes (or of its copy)."""
-    inputs = (math.prod(shape) * torch.empty(0, dtype=getattr(torch, dtype)).element_size()
-              for shape, dtype in zip(op["shapes"], op["dtypes"]) if hasattr(torch, dtype))
+    inputs = (math.prod(shape) * getattr(torch, dtype).itemsize
+              for shape, dtype in zip(op["shapes"], op["dtypes"])
+              if isinstance(getattr(torch, dtype, None), torch.dtype))
     return max(*inputs, op["copy"]["bytes"] if op["copy"] else 0, 0)
 
 
