@@ -19,9 +19,10 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
+import numpy as np
 import psutil
 import torch
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Dataset, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
@@ -50,6 +51,8 @@ OPTIMIZER_PARAMS = (1, 32)  # parameter tensors of the optimiser probe's two ste
 OPTIMIZER_PARAM_ELEMENTS = 16
 SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors
 LISTED_OP_ROWS = (128, 4096)  # core.op_probes' two sizes: one thread's work, and two threads' (ATen's grain: 32,768)
+SORT_ROWS, SORT_ELEMENTS = (4, 16, 128, 1024), 2**16  # sort's row lengths, each over the same elements
+NUMPY_LOADER_BATCH = 256  # the batch of the DataLoader passes over NumPy rows against tensor rows
 ATTENTION_BLOCKS_PER_THREAD = 16  # the flash-attention probe's blocks a call per thread: every thread kept busy
 # The narrow-GEMM probe: a batch of rows through a layer of a few outputs (a small model's last layers and their
 # gradients), as wide as one vector register of floats and beyond, where a GEMM reaches its FLOP rate.
@@ -294,6 +297,7 @@ def loader_cost(device: str, effort: Effort) -> dict:
     for field, batch_size, samples in (("loader_batch1_per_sample", 1, effort.loader_samples[0]),
                                        ("loader_batched_per_sample", costmodel.LOADER_BATCH, effort.loader_samples[1])):
         per_sample[field] = min(_loader_passes(batch_size, samples, device, effort.repeats)[0]) / samples
+    per_sample["loader_numpy_field_seconds"] = numpy_field_seconds(device, effort)
     by_batch = loader_by_batch(device, effort)
     heap = len(gc.get_objects())  # counted as a census counts them: the passes' garbage not collected yet
     if not any(by_batch[costmodel.COLLECTIONS].values()):
@@ -321,10 +325,36 @@ def loader_by_batch(device: str, effort: Effort) -> dict:
     return figures
 
 
-def _loader_passes(batch_size: int, samples: int, device: str, repeats: int) -> tuple[list[float], list]:
-    """Seconds of each of `repeats` passes of a DataLoader over a TensorDataset of `samples` rows, and the full
-    collections in each (gc_watch.Collected)."""
-    data = TensorDataset(torch.randn(samples, LOADER_FEATURES), torch.randn(samples))
+def numpy_field_seconds(device: str, effort: Effort) -> float:
+    """Seconds a sample's NumPy field adds to a DataLoader sample over a tensor field (at least 0): the default
+    collate turns each NumPy row into a tensor (torch.as_tensor: the census's aten.lift_fresh, one per field and
+    sample), where a TensorDataset's rows are tensors already. Passes at NUMPY_LOADER_BATCH over the same rows,
+    as NumPy arrays (the rows pytorch-tabnet's TorchDataset gives) and as a TensorDataset, two fields each."""
+    samples = min(effort.loader_rows, LOADER_PASS_BATCHES * NUMPY_LOADER_BATCH)
+    tensors, arrays = (min(_loader_passes(NUMPY_LOADER_BATCH, samples, device, LOADER_PASSES, numpy)[0])
+                       for numpy in (False, True))
+    return max(arrays - tensors, 0.0) / (2 * samples)
+
+
+class _NumpyRows(Dataset):
+    """Rows of two NumPy arrays, a row of each per sample."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray):
+        self.x, self.y = x, y
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.x[index], self.y[index]
+
+
+def _loader_passes(batch_size: int, samples: int, device: str, repeats: int,
+                   numpy: bool = False) -> tuple[list[float], list]:
+    """Seconds of each of `repeats` passes of a DataLoader over a TensorDataset of `samples` rows (`numpy`: over
+    the same rows as NumPy arrays, _NumpyRows), and the full collections in each (gc_watch.Collected)."""
+    x, y = torch.randn(samples, LOADER_FEATURES), torch.randn(samples, 1)
+    data = _NumpyRows(x.numpy(), y.numpy()) if numpy else TensorDataset(x, y)
     loader = DataLoader(data, batch_size=batch_size)
     collected = []
 
@@ -480,7 +510,20 @@ def listed_op_costs(device: str, effort: Effort) -> dict:
         (few, few_s), (many, many_s) = (_elements_and_seconds(build(rows), device, effort) for rows in LISTED_OP_ROWS)
         elements[name] = max((many_s - few_s) / (many - few), 0.0)
         calls[name] = max(few_s - few * elements[name], 0.0)
-    return {"op_call_seconds": calls, "op_element_seconds": elements}
+    return {"op_call_seconds": calls, "op_element_seconds": elements,
+            "sort_row_element_seconds": sort_row_costs(device, effort)}
+
+
+def sort_row_costs(device: str, effort: Effort) -> dict:
+    """Seconds per element written of aten.sort along rows of each of SORT_ROWS' lengths (size: the row's
+    length), SORT_ELEMENTS in all: a row's sort costs more per element the longer it is, where the listed
+    operations' probe sorts rows of op_probes.FEATURES."""
+    costs = {}
+    for length in SORT_ROWS:
+        x = torch.randn(SORT_ELEMENTS // length, length)
+        elements, seconds = _elements_and_seconds(lambda: torch.ops.aten.sort(x, -1), device, effort)
+        costs[str(length)] = seconds / elements
+    return costs
 
 
 def _elements_and_seconds(fn: Callable[[], object], device: str, effort: Effort) -> tuple[float, float]:

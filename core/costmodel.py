@@ -15,7 +15,9 @@ The rules on a GPU target, per operation call:
   with its own host, that figure: such an operation's share of what a small training step run there costs the
   host beyond what the other figures price, its launch included), else op_overhead_nested_no_grad if C++ issued
   it, else op_overhead_no_grad. An operation outside them that does work on the host (on 'cpu', not a kernel of the
-  unit's device) costs its compute there too: max(flops / rate, bytes / memory_bandwidth), the rate conv_flops for
+  unit's device) costs its compute there too: its time with its operands in cache (what calibrate's probes, each
+  repeating a call on the same tensors, time: flops / rate or as below) plus its bytes at memory_bandwidth (in a
+  sample, the operations between two uses of a tensor move it out of cache), the rate conv_flops for
   a convolution (an operation with a FLOP formula and 'conv' in its name; on a host that timed one-channel
   convolutions, conv_one_channel_flops at one input channel, log-linear in the channels up to conv_flops at the
   16 of its probes; on a host that timed the backward's share of its probes' calls, conv_backward_share, a
@@ -24,7 +26,9 @@ The rules on a GPU target, per operation call:
   oneDNN's fixed part, and a small backward about three times its forward), matmul_flops for another
   formula operation and elementwise_rate for a per-element one (one FLOP per element written); an operation
   the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...) costs at least its line,
-  op_call_seconds + op_element_seconds per element written. A GEMM (mm, addmm, bmm, baddbmm) on a host that
+  op_call_seconds + op_element_seconds per element written; a sort on a host that timed it by row length
+  (sort_row_element_seconds) its elements at that figure for its last dimension's length (sort's default),
+  interpolated log-log between the lengths timed, the end one's beyond them. A GEMM (mm, addmm, bmm, baddbmm) on a host that
   timed a grid of GEMM shapes costs the grid's time at its M x K x N (linear_seconds for addmm, nn.Linear's
   operation, gemm_seconds for the others; a batch of GEMMs what one GEMM of all their rows does), interpolated
   log-linearly between the shapes, the smallest shape's time below them, grown in proportion to its rows and
@@ -67,7 +71,10 @@ The rules on a GPU target, per operation call:
   the collections spread over every sample. Without that: a batch costs a and each of its samples c, from its
   seconds per sample at batch 1 (L1) and at batch 64 (L64): L1 = a + c and L64 = a / 64 + c, so
   c = (64 L64 - L1) / 63 and a = L1 - c, each at least 0. The operations of a fetch cost nothing more on the host
-  (the figures hold them); its kernels and copies cost as anywhere else.
+  (the figures, taken over a TensorDataset, hold them) but one: the default collate's torch.as_tensor of a NumPy
+  row (aten.lift_fresh, one per field and sample: pytorch-tabnet's TorchDataset gives NumPy rows) costs what a
+  NumPy field adds over a tensor one, loader_numpy_field_seconds, on a host that measured it. Its kernels and
+  copies cost as anywhere else.
 - copies: a host-device copy takes the GPU's latency + bytes / bandwidth for its direction and host
   memory (pinned or pageable). A blocking copy (one that syncs) runs after the device work before it; a
   non-blocking one is device time.
@@ -104,6 +111,9 @@ DIRECTIONS = ("h2d", "d2h", "d2d")
 LOADER_BATCH = 64  # the batch of the host's loader_batched_per_sample figure
 COLLECTIONS, HEAP = "loader_collections_per_sample", "collection_heap_objects"
 # A host's figures for its DataLoader's full garbage collections: all or none (they come from one probe)
+NUMPY_FIELD = "loader_numpy_field_seconds"
+CONVERSION = "aten.lift_fresh"  # torch.as_tensor of a NumPy row: what a DataLoader fetch's default collate does
+SORT_ROWS = "sort_row_element_seconds"
 COLLECTION_FIGURES = ("loader_uncollected_per_sample", COLLECTIONS, "full_collection_seconds", HEAP)
 GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm": 1}  # where a GEMM's two matrices start
 # The host's grid of GEMM times each GEMM is priced by: addmm is what nn.Linear issues (its weight read transposed)
@@ -143,8 +153,10 @@ class Prediction:
 @dataclass(frozen=True)
 class Cost:
     """Seconds of a call or a stretch by where they go: `copies` are non-blocking copies (device time),
-    `serial` the blocking ones (after the device's work)."""
+    `serial` the blocking ones (after the device's work), `loading` a DataLoader fetch's beyond its per-sample
+    figures."""
     host: float = 0.0
+    loading: float = 0.0
     launches: float = 0.0
     compute: float = 0.0
     copies: float = 0.0
@@ -200,11 +212,15 @@ def crossover(predicted: list[tuple[float, float, float]]) -> float | None:
 # -- one call ---------------------------------------------------------------------------------------
 
 def _call_cost(op: dict, target) -> Cost:
-    return _cpu_call(op, target.host) if target.gpu is None else _gpu_call(op, target.host, target.gpu)
+    if target.gpu is None:
+        return _cpu_call(op, target.host)
+    return _gpu_call(op, target.host, target.gpu).plus(_fetch_cost(op, target.host), 1)
 
 
 def _cpu_call(op: dict, host) -> Cost:
-    if op["copy"] or op["phase"] == "loading":
+    if op["phase"] == "loading":
+        return _fetch_cost(op, host)
+    if op["copy"]:
         return Cost()
     works = op["launches"] and (op["kernel"] or op["where"] == "cpu")
     return Cost(host=_overhead(op, host), compute=_host_work(op, host) if works else 0.0)
@@ -224,6 +240,13 @@ def _gpu_call(op: dict, host, gpu) -> Cost:
     if op["launches"] and op["where"] == "cpu" and op["phase"] in PYTHON_PHASES:
         on_host += _host_work(op, host)
     return Cost(host=on_host, sync=sync)
+
+
+def _fetch_cost(op: dict, host) -> Cost:
+    """What a DataLoader fetch's operation (phase loading) adds to its per-sample figures: a NumPy row's conversion
+    (CONVERSION) the host's loader_numpy_field_seconds, where it measured that; nothing else."""
+    converts = op["phase"] == "loading" and op["op"] == CONVERSION and host.has(NUMPY_FIELD)
+    return Cost(loading=host.value(NUMPY_FIELD)) if converts else Cost()
 
 
 def _kernel_cost(op: dict, gpu, dispatch: float) -> Cost:
@@ -300,16 +323,21 @@ def module_seconds(stretch: dict, bare: float, by_class: dict[str, float]) -> fl
 
 
 def _work_seconds(op: dict, device, elementwise: str | None) -> float:
-    """max(flops / rate, bytes / memory_bandwidth) of one call; `elementwise` names the rate of a
-    per-element operation (None: its bytes only)."""
+    """max(flops / rate, bytes / memory_bandwidth) of one call (a GPU kernel's roofline); `elementwise` names the
+    rate of a per-element operation (None: its bytes only)."""
+    return max(_flops_seconds(op, device, elementwise), _bytes_seconds(op, device))
+
+
+def _flops_seconds(op: dict, device, elementwise: str | None) -> float:
     flops = op["flops"]
     if op["formula"] and "conv" in op["op"]:
-        by_flops = _conv_seconds(op, device) if flops else 0.0
-    else:
-        rate = "matmul_flops" if op["formula"] else elementwise
-        by_flops = flops / device.value(rate, flops=flops) if rate and flops else 0.0
-    by_bytes = op["bytes"] / device.value("memory_bandwidth", flops=flops) if op["bytes"] else 0.0
-    return max(by_flops, by_bytes)
+        return _conv_seconds(op, device) if flops else 0.0
+    rate = "matmul_flops" if op["formula"] else elementwise
+    return flops / device.value(rate, flops=flops) if rate and flops else 0.0
+
+
+def _bytes_seconds(op: dict, device) -> float:
+    return op["bytes"] / device.value("memory_bandwidth", flops=op["flops"]) if op["bytes"] else 0.0
 
 
 def _conv_seconds(op: dict, device) -> float:
@@ -376,28 +404,47 @@ def _conv_weight(op: dict) -> list[int] | None:
 
 
 def _host_work(op: dict, host) -> float:
-    """Seconds of one call's work on a CPU: a GEMM on a host that timed the GEMM grid its time there; an operation the
-    host has timed one by one (core.op_probes) its line (a fixed part and a part per element written), and a narrow
-    GEMM its left operand's elements, if that is more than its FLOPs' and bytes' time."""
+    """Seconds of one call's work on a CPU: its time with its operands in cache, plus its bytes read and written at
+    memory_bandwidth. Calibrate's probes repeat a call on the same tensors, which stay in cache; in a sample the
+    operations between two uses of a tensor have moved it out (tabnet's training step, its operations replayed
+    in order, took 1.5 times their sum replayed one by one: the excess its bytes at about the calibrated
+    bandwidth)."""
+    return _in_cache_seconds(op, host) + _bytes_seconds(op, host)
+
+
+def _in_cache_seconds(op: dict, host) -> float:
+    """A call's work with its operands in cache: a GEMM on a host that timed the GEMM grid its time there; an
+    operation the host has timed one by one (core.op_probes) its line (a fixed part and a part per element written),
+    and a narrow GEMM its left operand's elements, if that is more than its FLOPs' time."""
     if op["op"] in GEMM_GRID and host.value(GEMM_GRID[op["op"]]):
         return _gemm_grid_seconds(op, host)
     if op["op"] in ONEDNN_LSTM:
         return _onednn_lstm_seconds(op, host)
     if op["op"] in FLASH_ATTENTION:
         return _flash_attention_seconds(op, host)
-    work = _work_seconds(op, host, "elementwise_rate")
+    work = _flops_seconds(op, host, "elementwise_rate")
     if op["formula"]:
         return max(work, _narrow_gemm_seconds(op, host))
     name = op_name(op["op"])
-    per_element = host.value("op_element_seconds").get(name)
+    per_element = _element_seconds(op, name, host)
     if per_element is None:
         return work
     return max(work, host.value("op_call_seconds").get(name, 0.0) + op["flops"] * per_element)
 
 
+def _element_seconds(op: dict, name: str, host) -> float | None:
+    """The host's op_element_seconds for the operation (None: not timed); a sort's, on a host that timed it by row
+    length (sort_row_element_seconds), at its input's last dimension's length."""
+    shapes = op.get("shapes") or []
+    if name == "sort" and host.has(SORT_ROWS) and shapes and shapes[0]:
+        figure = sorted((float(length), seconds) for length, seconds in host.value(SORT_ROWS).items())
+        return loglog(figure, shapes[0][-1])
+    return host.value("op_element_seconds").get(name)
+
+
 def _onednn_lstm_seconds(op: dict, host) -> float:
-    """oneDNN's fused LSTM layer (its forward or backward) on a CPU: its GEMMs at what ATen's GEMMs of the same shapes
-    cost on the host, and its gates' element-wise work at the host's element-wise rate. The forward: the input's
+    """oneDNN's fused LSTM layer (its forward or backward) on a CPU, its operands in cache: its GEMMs at what ATen's
+    GEMMs of the same shapes cost on the host (in cache: the layer's own bytes stream in once), and its gates' element-wise work at the host's element-wise rate. The forward: the input's
     GEMM for every step at once, then the hidden state's step by step; the backward: the hidden state's gradient
     step by step, then the input's and both weights' gradients over every step at once."""
     input_shape, (gates, inputs), (_, hidden), batch = _lstm_layer_shapes(op)
@@ -410,7 +457,7 @@ def _onednn_lstm_seconds(op: dict, host) -> float:
                  (gates, rows, hidden, 1)]
     per_step = batch * hidden * LSTM_GATE_ELEMENTS[op["op"]]  # each step's gates, at the rate of a call that size
     step_work = per_step / host.value("elementwise_rate", flops=per_step)
-    return steps * step_work + sum(times * _host_work(_gemm_op(m, k, n), host) for m, k, n, times in gemms)
+    return steps * step_work + sum(times * _in_cache_seconds(_gemm_op(m, k, n), host) for m, k, n, times in gemms)
 
 
 def _flash_attention_seconds(op: dict, host) -> float:
@@ -430,7 +477,7 @@ def _flash_attention_seconds(op: dict, host) -> float:
 def _unmeasured_block(gemms: int, host, shape: tuple[int, int, int]) -> float:
     rows, columns, head = shape
     exp = host.value("op_element_seconds").get("exp") or 1 / host.value("elementwise_rate")
-    return gemms * _host_work(_gemm_op(rows, head, columns), host) + rows * columns * exp
+    return gemms * _in_cache_seconds(_gemm_op(rows, head, columns), host) + rows * columns * exp
 
 
 def _lstm_layer_shapes(op: dict) -> tuple:
@@ -585,7 +632,8 @@ def _host_side(stretch: dict, total: Cost, target, collected: float | None) -> d
     host = total.host + _python_seconds(stretch, target.host)
     replays = stretch["graph_replays"]
     launches = total.launches + (replays * target.gpu.value("graph_replay_fixed") if replays and target.gpu else 0.0)
-    return {"host": host, "launches": launches, "loading": _loading_seconds(stretch, target.host, collected)}
+    return {"host": host, "launches": launches,
+            "loading": total.loading + _loading_seconds(stretch, target.host, collected)}
 
 
 def _collected_share(census: dict, stretches: list[dict], host) -> float | None:

@@ -93,6 +93,10 @@ FIELDS = (
     Field("collection_heap_objects", "objects", "the objects the garbage collector tracked in the calibrating "
           "process then: a process holding more collects as many times less often, each time as many times longer",
           1.0, 1e10, HOST, required=False),
+    Field("loader_numpy_field_seconds", "s/field", "what a sample's NumPy field adds to a DataLoader sample over a "
+          "tensor field: the default collate's torch.as_tensor of each NumPy row (the rows pytorch-tabnet's "
+          "TorchDataset gives), from passes at batch 256 over the same rows both ways", 0.0, 1e-3, HOST,
+          required=False),
     Field("matmul_flops", "FLOP/s", "torch.mm of two float32 n x n matrices (size: n)", 1e6, 1e17, EVERY,
           sized=True),
     Field("conv1d_flops", "FLOP/s", "Conv1d 16->32 channels, kernel 5, forward and backward (size: input N x C x L)",
@@ -118,6 +122,9 @@ FIELDS = (
     Field("op_element_seconds", "s/elem", "seconds per element written of each of those operations: that line's "
           "slope (a function such as tanh costs tens of adds per element)", 0.0, 1e-5, HOST, sized=True,
           required=False),
+    Field("sort_row_element_seconds", "s/elem", "seconds per element written of aten.sort along rows of each length "
+          "(size: the row's length), 65,536 elements in all: the longer the row, the more each element costs (the "
+          "listed operations' sort probe sorts rows of 16)", 0.0, 1e-5, HOST, sized=True, required=False),
     Field("narrow_gemm_seconds", "s/elem", "seconds per element of the left operand of a torch.mm whose output is "
           "only a few columns wide (4096 x 32 by 32 x N, size: N columns): so narrow a GEMM runs far below its FLOP "
           "rate, at a cost per element it reads", 0.0, 1e-5, HOST, sized=True, required=False),
@@ -184,7 +191,7 @@ ONE_CHANNEL_INPUT = r"^[1-9][0-9]*x1(x[1-9][0-9]*){1,2}$"  # a one-channel convo
 CONV_INPUT = rf"^[1-9][0-9]*x(1|{conv_probes.CHANNELS})(x[1-9][0-9]*){{1,2}}$"  # a conv probe's input, either channels
 KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "conv_backward_share": CONV_INPUT, "op_call_seconds": OP_NAME,
         "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT, "loader_per_sample": COUNT,
-        "loader_uncollected_per_sample": COUNT, "loader_collections_per_sample": COUNT,
+        "loader_uncollected_per_sample": COUNT, "loader_collections_per_sample": COUNT, "sort_row_element_seconds": COUNT,
         "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE,
         "flash_attention_seconds": SHAPE, "flash_attention_backward_seconds": SHAPE}
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
@@ -201,7 +208,7 @@ HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "�
                "s/node": (1e-6, "µs/node"), "s/block": (1e-6, "µs/block"), "s/kernel": (1e-6, "µs/kernel"), "FLOP/s": (1e9, "GFLOP/s"), "elem/s": (1e9, "Gelem/s"), "s/elem": (1e-9, "ns/elem"),
                "B/s": (1e9, "GB/s"), "share": (0.01, "%"),
                "1/sample": (1e-6, "per 1M"), "objects": (1e3, "k objects"), "GiB": (1.0, "GiB"),
-               "s/collection": (1e-3, "ms")}
+               "s/collection": (1e-3, "ms"), "s/field": (1e-6, "µs/field")}
 
 
 CALIBRATION_TIME = "four to five minutes"  # a full calibration on a 2-core CPU (the AMD EPYCs: 194-278 s)

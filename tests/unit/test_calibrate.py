@@ -5,10 +5,12 @@ import itertools
 import json
 import os
 
+import numpy as np
 import pytest
 import torch
+from torch.utils.data import DataLoader
 
-from core import calibrate, costmodel, devices, gc_watch, module_probes, op_probes, profiles, runlock, settings
+from core import calibrate, census, costmodel, devices, gc_watch, module_probes, op_probes, profiles, runlock, settings
 from core.cli import main
 
 
@@ -37,6 +39,7 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert cpu["optimizer_op_overhead"] >= cpu["op_overhead_no_grad"] * 0.5  # at least the bare op when measured
     assert set(cpu["op_call_seconds"]) == set(cpu["op_element_seconds"]) == set(op_probes.PROBES)
     assert set(cpu["narrow_gemm_seconds"]) == {str(n) for n in calibrate.NARROW_COLUMNS}
+    assert set(cpu["sort_row_element_seconds"]) == {str(n) for n in calibrate.SORT_ROWS}
     for field in ({"loader_per_sample"} | collection) & set(cpu) - {"full_collection_seconds", "collection_heap_objects"}:
         assert set(cpu[field]) == {str(b) for b in calibrate.QUICK.loader_batches}
     assert set(cpu["module_call_seconds"]) == set(module_probes.PROBES)
@@ -78,6 +81,25 @@ def test_passes_too_short_to_see_a_full_collection_leave_the_collection_figures_
     monkeypatch.setattr(calibrate, "DataLoader", Quiet)
     quiet = calibrate.loader_cost("cpu", effort)
     assert "loader_per_sample" in quiet and not set(costmodel.COLLECTION_FIGURES) & set(quiet)
+
+
+def test_the_numpy_loader_probe_converts_each_field_of_each_sample_as_the_census_counts_it():
+    data = calibrate._NumpyRows(np.zeros((8, 16), np.float32), np.zeros((8, 1), np.float32))
+    found = census.of(lambda: list(DataLoader(data, batch_size=4)), "cpu").summary()
+    conversions = sum(calls * stretch["times"] for stretch in found["stretches"] for index, calls in stretch["ops"]
+                      if found["ops"][index]["op"] == costmodel.CONVERSION and found["ops"][index]["phase"] == "loading")
+    assert conversions == 2 * 8 and found["loader"] == {"batches": 2, "samples": 8}
+
+
+@pytest.mark.parametrize("tensors, arrays, per_field", [(1.0, 1.5, 0.5 / 1024), (1.0, 0.9, 0.0)])
+def test_a_numpy_field_costs_what_its_passes_take_beyond_a_tensor_field_s_and_never_less_than_nothing(
+        monkeypatch, tensors, arrays, per_field):
+    def passes(batch_size, samples, device, repeats, numpy=False):
+        assert (batch_size, samples) == (calibrate.NUMPY_LOADER_BATCH, 512)
+        return [arrays if numpy else tensors, 9.0], []  # the best of the passes counts
+    monkeypatch.setattr(calibrate, "_loader_passes", passes)
+    effort = dataclasses.replace(calibrate.QUICK, loader_rows=512)
+    assert calibrate.numpy_field_seconds("cpu", effort) == pytest.approx(per_field)  # two fields of 512 samples
 
 
 def test_full_collections_are_counted_and_young_ones_are_not():

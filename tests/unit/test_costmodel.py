@@ -118,11 +118,11 @@ def test_a_launch_bound_toy_takes_its_host_side():
 
 def test_module_calls_and_optimiser_steps_cost_their_python_on_the_host():
     # A step of 2 module calls and 1 optimiser step whose 4 ops (tiny adds) run inside it, 10 times.
-    # CPU: host per occurrence 2 x 3 us + 40 us + 4 x 7 us = 74 us; compute 4 x max(1 element / 1e9 = 1 ns,
-    # 12 B / 1e10 = 1.2 ns) = 4.8 ns; x 10.
+    # CPU: host per occurrence 2 x 3 us + 40 us + 4 x 7 us = 74 us; compute 4 x (1 element / 1e9 = 1 ns in cache,
+    # plus 12 B / 1e10 = 1.2 ns from memory) = 8.8 ns; x 10.
     inside = op(phase="optimizer", flops=1, bytes=12)
     found = predict(census([inside], [stretch([(0, 4)], times=10, modules=2, steps=1)]), cpu())
-    assert_parts(found, parts(host=740 * US, compute=48e-9))
+    assert_parts(found, parts(host=740 * US, compute=88e-9))
     # GPU: host 46 us + 4 x 7 us = 74 us; launches 4 x max(0, 9 - 7) = 8 us; device 4 x 2 us: host-bound, x 10.
     assert_parts(predict(census([inside], [stretch([(0, 4)], times=10, modules=2, steps=1)]), gpu()),
                  parts(host=740 * US, launches=80 * US))
@@ -157,13 +157,13 @@ def test_a_convolution_runs_at_the_convolution_rate_and_autograd_costs_more_over
 
 
 def test_a_recording_op_costs_by_who_issued_it_python_cpp_or_a_torch_func_transform():
-    # 4 recording adds per sample, each 1 element written at 1e9/s = 1 ns (12 B / 1e10 = 1.2 ns: 1.2 ns):
+    # 4 recording adds per sample, each 1 element written at 1e9/s = 1 ns, plus 12 B / 1e10 = 1.2 ns: 2.2 ns:
     # Python issued: 10 us; C++ issued (nested): 2 us; under a transform, recording or not: 6 us
     cases = {(): 10 * US, ("nested",): 2 * US, ("transformed",): 6 * US, ("nested", "transformed"): 6 * US}
     for flags, overhead in cases.items():
         add = op(where="cpu", flops=1, bytes=12, autograd=True, **dict.fromkeys(flags, True))
         assert_parts(predict(census([add], [stretch([(0, 4)])], device="cpu"), cpu()),
-                     parts(host=4 * overhead, compute=4 * 1.2e-9))
+                     parts(host=4 * overhead, compute=4 * 2.2e-9))
     # no grad: Python's bare op 5 us, C++'s 1 us; a transformed one still costs the transform's figure
     bare, nested = op(where="cpu"), op(where="cpu", nested=True)
     assert_parts(predict(census([bare], [stretch([(0, 1)])], device="cpu"), cpu()), parts(host=5 * US))
@@ -393,6 +393,36 @@ def test_a_sample_s_median_sees_the_whole_number_of_full_collections_nearest_its
     assert_parts(found, parts(loading=times * samples * 2 * US + collections * seconds))
 
 
+def test_a_fetch_s_numpy_rows_cost_their_conversions_on_top_of_the_loader_figures_where_measured():
+    # a batch of 4 samples of two NumPy fields: 8 conversions (aten.lift_fresh) and two stacks in the fetch; the
+    # loader line 62 us a batch + 4 x 2 us = 70 us, each conversion 0.5 us more: 74 us, on a CPU and on a GPU's host
+    convert, stack = op("aten.lift_fresh", where="cpu", phase="loading", kernel=False, launches=False), op(
+        "aten.stack", where="cpu", phase="loading", kernel=False, flops=64, bytes=512)
+    fetch = census([convert, stack], [stretch([(0, 8), (1, 2)], batches=1, samples=4)], device="cpu")
+    numpy = {"loader_numpy_field_seconds": 0.5 * US}
+    assert_parts(predict(fetch, cpu(**numpy)), parts(loading=74 * US))
+    assert_parts(predict(fetch | {"device": "cuda:0"}, gpu(numpy)), parts(loading=74 * US))
+    assert_parts(predict(fetch, cpu()), parts(loading=70 * US))  # a host that did not measure it: as before
+    outside = census([op("aten.lift_fresh", where="cpu", kernel=False, launches=False)], [stretch([(0, 8)])])
+    assert predict(outside | {"device": "cpu"}, cpu(**numpy)).parts["loading"] == 0.0  # not a fetch's: its overhead
+
+
+@pytest.mark.parametrize("shapes, per_element", [
+    ([[1000, 64]], 4e-9),   # rows of 64: halfway (in log) from 16 to 256, the geometric mean of 2 and 8 ns
+    ([[10, 4096]], 8e-9),   # longer than any row timed: the longest's
+    ([[12]], 2e-9),         # a 1-D input: one row of its length, shorter than any timed: the shortest's
+    (None, 50e-9),          # no shapes in the census: op_element_seconds' figure
+])
+def test_a_sort_costs_its_elements_at_the_host_s_figure_for_its_row_length(shapes, per_element):
+    sort = op("aten.sort", where="cpu", flops=128_000, **({"shapes": shapes} if shapes else {}))
+    found = predict(census([sort], [stretch([(0, 1)])], device="cpu"),
+                    cpu(sort_row_element_seconds={"16": 2e-9, "256": 8e-9}))
+    assert found.parts["compute"] == pytest.approx(128_000 * per_element)
+    # a host that did not time sort by row length: its op_element_seconds (50 ns), whatever the row
+    assert predict(census([sort], [stretch([(0, 1)])], device="cpu"), cpu()).parts["compute"] == pytest.approx(
+        128_000 * 50e-9)
+
+
 @pytest.mark.parametrize("missing", sorted(COLLECTING))
 def test_a_host_without_every_collection_figure_prices_its_loader_as_before(missing):
     by_batch = {"64": 3 * US, "1024": 5 * US}  # loader_per_sample: the collections spread over every sample
@@ -427,9 +457,10 @@ def test_a_cpu_target_adds_everything_up():
     ops = [TINY_ADD, ITEM, BIG_MUL, copy()]
     shape = census(ops, [stretch([(0, 10), (1, 1)], sync=True), stretch([(2, 1), (3, 1)], sync=True)])
     found = predict(shape, cpu())
-    # Overheads: 12 ops x 5 us = 60 us (the copy makes none on a CPU). Compute: 10 adds x max(1 / 1e9,
-    # 12 / 1e10) = 10 x 1.2 ns = 12 ns; the mul max(2.5e7 / 1e9 = 25 ms, 1e8 / 1e10 = 10 ms) = 25 ms.
-    assert_parts(found, parts(host=60 * US, compute=25e-3 + 12e-9))
+    # Overheads: 12 ops x 5 us = 60 us (the copy makes none on a CPU). Compute, each op's elements in cache plus its
+    # bytes from memory: 10 adds x (1 / 1e9 + 12 / 1e10) = 10 x 2.2 ns = 22 ns; the mul 2.5e7 / 1e9 = 25 ms plus
+    # 1e8 / 1e10 = 10 ms.
+    assert_parts(found, parts(host=60 * US, compute=35e-3 + 22e-9))
     assert found.target == "test CPU"
     assert found.notes == ("the census's host-device copies cost nothing on a CPU, which makes none",)
 
@@ -445,22 +476,23 @@ def test_a_gpu_units_host_side_work_costs_host_compute_and_shape_inference_none(
     assert_parts(found, parts(host=10 * US, compute=10e-3))
 
 
-def test_an_op_timed_one_by_one_costs_its_line_where_that_is_more_than_its_elements_and_bytes():
-    tanh = op("aten.tanh", where="cpu", flops=1000, bytes=8000)      # line 3 us + 1000 x 20 ns = 23 us
-    in_place = op("aten.tanh_", where="cpu", flops=1000, bytes=8000)  # an in-place variant: the same 23 us
-    sort = op("aten.sort", where="cpu", flops=10, bytes=1e6)          # line 0.5 us < bytes 1e6 / 1e10 = 100 us
-    add = op("aten.add", where="cpu", flops=1000, bytes=12000)        # not listed: max(1 us, 1.2 us) = 1.2 us
+def test_an_op_timed_one_by_one_costs_its_line_where_that_is_more_than_its_elements_and_its_bytes_on_top():
+    # in cache, then each op's bytes from memory at 1e10 B/s
+    tanh = op("aten.tanh", where="cpu", flops=1000, bytes=8000)      # line 3 us + 1000 x 20 ns = 23 us, + 0.8 us
+    in_place = op("aten.tanh_", where="cpu", flops=1000, bytes=8000)  # an in-place variant: the same 23.8 us
+    sort = op("aten.sort", where="cpu", flops=10, bytes=1e6)          # line 0.5 us, + 1e6 / 1e10 = 100 us
+    add = op("aten.add", where="cpu", flops=1000, bytes=12000)        # not listed: 1000 / 1e9 = 1 us, + 1.2 us
     found = predict(census([tanh, in_place, sort, add], [stretch([(0, 1), (1, 1), (2, 1), (3, 1)])], device="cpu"),
                     cpu())
-    # 4 ops x 5 us of overhead; 23 + 23 + 100 + 1.2 us of work
-    assert_parts(found, parts(host=20 * US, compute=147.2 * US))
+    # 4 ops x 5 us of overhead; 23.8 + 23.8 + 100.5 + 2.2 us of work
+    assert_parts(found, parts(host=20 * US, compute=150.3 * US))
 
 
 def test_a_host_without_those_figures_costs_every_op_at_the_add_rate():
-    tanh = op("aten.tanh", where="cpu", flops=1000, bytes=8000)  # max(1000 / 1e9, 8000 / 1e10) = 1 us
+    tanh = op("aten.tanh", where="cpu", flops=1000, bytes=8000)  # 1000 / 1e9 = 1 us, + 8000 / 1e10 = 0.8 us
     found = predict(census([tanh], [stretch([(0, 1)])], device="cpu"),
                     cpu(op_call_seconds={}, op_element_seconds={}))
-    assert_parts(found, parts(host=5 * US, compute=1 * US))
+    assert_parts(found, parts(host=5 * US, compute=1.8 * US))
 
 
 NARROW = {"2": 1e-9, "16": 0.2e-9}  # seconds per element of the left operand, outputs 2-15 and 16+ columns wide
@@ -589,12 +621,12 @@ def test_flash_attention_costs_each_head_s_blocks_at_the_host_s_time_for_their_s
 
 
 def test_flash_attention_on_a_host_that_timed_no_blocks_costs_each_block_s_gemms_and_an_exp_per_score():
-    # one head of 32 queries and keys, head size 8: one block. Its two GEMMs (32 x 8 by 8 x 32) each move
-    # 4 x (256 + 256 + 1,024) bytes: 0.6144 us at 1e10 B/s, above their 16,384 FLOPs at 1e11 (0.164 us); 1,024
-    # scores at the add's rate (no exp timed): 1.024 us. 2 x 0.6144 + 1.024 = 2.2528 us
+    # one head of 32 queries and keys, head size 8: one block. Its two GEMMs (32 x 8 by 8 x 32) in cache each take
+    # their 16,384 FLOPs at 1e11 (0.16384 us); 1,024 scores at the add's rate (no exp timed): 1.024 us.
+    # 2 x 0.16384 + 1.024 = 1.35168 us (the operation's own bytes, none here, stream in on top)
     shape = [1, 1, 32, 8]
     found = predict(census([gemm(FLASH, [shape, shape, shape], 0)], [stretch([(0, 1)])], device="cpu"), cpu())
-    assert found.parts["compute"] == pytest.approx(2.2528 * US)
+    assert found.parts["compute"] == pytest.approx(1.35168 * US)
     assert found.notes == ("flash attention is priced as its blocks' GEMMs and an exp per score, an estimate: test CPU "
                            "has no flash_attention_seconds (`python -m core calibrate` times them)",)
 
