@@ -28,8 +28,8 @@ The rules on a GPU target, per operation call:
   the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...) costs at least its line,
   op_call_seconds + op_element_seconds per element written; a sort on a host that timed it by row length
   (sort_row_element_seconds) its elements at that figure for its last dimension's length (sort's default),
-  interpolated log-log between the lengths timed, the end one's beyond them. A GEMM (mm, addmm, bmm, baddbmm) on a host that
-  timed a grid of GEMM shapes costs the grid's time at its M x K x N (linear_seconds for addmm, nn.Linear's
+  interpolated log-log between the lengths timed, the end one's beyond them. A GEMM (mm, addmm, bmm, baddbmm) on a
+  host that timed a grid of GEMM shapes costs the grid's time at its M x K x N (linear_seconds for addmm, nn.Linear's
   operation, gemm_seconds for the others; a batch of GEMMs what one GEMM of all their rows does), interpolated
   log-linearly between the shapes, the smallest shape's time below them, grown in proportion to its rows and
   columns beyond them and, deeper than them, by the two deepest shapes' difference per unit of depth (a deep
@@ -110,10 +110,10 @@ PYTHON_PHASES = ("step", "optimizer")  # where the host runs the unit's Python (
 DIRECTIONS = ("h2d", "d2h", "d2d")
 LOADER_BATCH = 64  # the batch of the host's loader_batched_per_sample figure
 COLLECTIONS, HEAP = "loader_collections_per_sample", "collection_heap_objects"
-# A host's figures for its DataLoader's full garbage collections: all or none (they come from one probe)
 NUMPY_FIELD = "loader_numpy_field_seconds"
 CONVERSION = "aten.lift_fresh"  # torch.as_tensor of a NumPy row: what a DataLoader fetch's default collate does
 SORT_ROWS = "sort_row_element_seconds"
+# A host's figures for its DataLoader's full garbage collections: all or none (they come from one probe)
 COLLECTION_FIGURES = ("loader_uncollected_per_sample", COLLECTIONS, "full_collection_seconds", HEAP)
 GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm": 1}  # where a GEMM's two matrices start
 # The host's grid of GEMM times each GEMM is priced by: addmm is what nn.Linear issues (its weight read transposed)
@@ -443,10 +443,11 @@ def _element_seconds(op: dict, name: str, host) -> float | None:
 
 
 def _onednn_lstm_seconds(op: dict, host) -> float:
-    """oneDNN's fused LSTM layer (its forward or backward) on a CPU, its operands in cache: its GEMMs at what ATen's
-    GEMMs of the same shapes cost on the host (in cache: the layer's own bytes stream in once), and its gates' element-wise work at the host's element-wise rate. The forward: the input's
-    GEMM for every step at once, then the hidden state's step by step; the backward: the hidden state's gradient
-    step by step, then the input's and both weights' gradients over every step at once."""
+    """oneDNN's fused LSTM layer (its forward or backward) on a CPU, its operands in cache (the layer's own bytes
+    stream in once, on top): its GEMMs at what ATen's GEMMs of the same shapes cost on the host in cache, and its
+    gates' element-wise work at the host's element-wise rate. The forward: the input's GEMM for every step at once,
+    then the hidden state's step by step; the backward: the hidden state's gradient step by step, then the input's
+    and both weights' gradients over every step at once."""
     input_shape, (gates, inputs), (_, hidden), batch = _lstm_layer_shapes(op)
     steps = math.prod(input_shape) // (batch * inputs)
     rows = steps * batch

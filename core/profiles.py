@@ -191,7 +191,8 @@ ONE_CHANNEL_INPUT = r"^[1-9][0-9]*x1(x[1-9][0-9]*){1,2}$"  # a one-channel convo
 CONV_INPUT = rf"^[1-9][0-9]*x(1|{conv_probes.CHANNELS})(x[1-9][0-9]*){{1,2}}$"  # a conv probe's input, either channels
 KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "conv_backward_share": CONV_INPUT, "op_call_seconds": OP_NAME,
         "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT, "loader_per_sample": COUNT,
-        "loader_uncollected_per_sample": COUNT, "loader_collections_per_sample": COUNT, "sort_row_element_seconds": COUNT,
+        "loader_uncollected_per_sample": COUNT, "loader_collections_per_sample": COUNT,
+        "sort_row_element_seconds": COUNT,
         "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE,
         "flash_attention_seconds": SHAPE, "flash_attention_backward_seconds": SHAPE}
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each

@@ -86,8 +86,9 @@ def test_passes_too_short_to_see_a_full_collection_leave_the_collection_figures_
 def test_the_numpy_loader_probe_converts_each_field_of_each_sample_as_the_census_counts_it():
     data = calibrate._NumpyRows(np.zeros((8, 16), np.float32), np.zeros((8, 1), np.float32))
     found = census.of(lambda: list(DataLoader(data, batch_size=4)), "cpu").summary()
+    fetched = [op["op"] == costmodel.CONVERSION and op["phase"] == "loading" for op in found["ops"]]
     conversions = sum(calls * stretch["times"] for stretch in found["stretches"] for index, calls in stretch["ops"]
-                      if found["ops"][index]["op"] == costmodel.CONVERSION and found["ops"][index]["phase"] == "loading")
+                      if fetched[index])
     assert conversions == 2 * 8 and found["loader"] == {"batches": 2, "samples": 8}
 
 
