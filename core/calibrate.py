@@ -49,7 +49,7 @@ SHORT_CONV_INPUTS = {3: (CONV_BATCH, 4), 4: (CONV_BATCH, 2, 2)}  # by rank: batc
 MAX_BACKWARD_SHARE = 0.95  # of a training call: its forward is never free
 OPTIMIZER_PARAMS = (1, 32)  # parameter tensors of the optimiser probe's two steps
 OPTIMIZER_PARAM_ELEMENTS = 16
-SMALL_ELEMENTWISE = (2**12, 2**16, 2**20)  # the elementwise probe's sizes below its device's large tensors
+SMALL_ELEMENTWISE = (2**12, 2**16, costmodel.IN_CACHE_ELEMENTS)  # the elementwise probe's sizes below its large tensors
 LISTED_OP_ROWS = (128, 4096)  # core.op_probes' two sizes: one thread's work, and two threads' (ATen's grain: 32,768)
 SORT_ROWS, SORT_ELEMENTS = (4, 16, 128, 1024), 2**16  # sort's row lengths, each over the same elements
 NUMPY_LOADER_BATCH = 256  # the batch of the DataLoader passes over NumPy rows against tensor rows
@@ -515,9 +515,9 @@ def listed_op_costs(device: str, effort: Effort) -> dict:
 
 
 def sort_row_costs(device: str, effort: Effort) -> dict:
-    """Seconds per element written of aten.sort along rows of each of SORT_ROWS' lengths (size: the row's
-    length), SORT_ELEMENTS in all: a row's sort costs more per element the longer it is, where the listed
-    operations' probe sorts rows of op_probes.FEATURES."""
+    """Seconds per element written (values and indices) of aten.sort along rows of each of SORT_ROWS' lengths
+    (size: the row's length), over SORT_ELEMENTS input elements (its fixed part included): a row's sort costs more per
+    element the longer it is, where the listed operations' probe sorts rows of op_probes.FEATURES."""
     costs = {}
     for length in SORT_ROWS:
         x = torch.randn(SORT_ELEMENTS // length, length)

@@ -15,9 +15,11 @@ The rules on a GPU target, per operation call:
   with its own host, that figure: such an operation's share of what a small training step run there costs the
   host beyond what the other figures price, its launch included), else op_overhead_nested_no_grad if C++ issued
   it, else op_overhead_no_grad. An operation outside them that does work on the host (on 'cpu', not a kernel of the
-  unit's device) costs its compute there too: its time with its operands in cache (what calibrate's probes, each
-  repeating a call on the same tensors, time: flops / rate or as below) plus its bytes at memory_bandwidth (in a
-  sample, the operations between two uses of a tensor move it out of cache), the rate conv_flops for
+  unit's device) costs its compute there too: on a calibrated host, its time with its operands in cache (what
+  calibrate's probes, each repeating a call on the same tensors, time: flops / rate, a per-element operation's rate
+  read at most at IN_CACHE_ELEMENTS, or as below) plus its bytes at memory_bandwidth (in a sample, the operations
+  between two uses of a tensor move it out of cache; a large output's pages faulted in are not priced); on a
+  catalogue CPU, whose figures are large working sets', the larger of the two. The rate conv_flops for
   a convolution (an operation with a FLOP formula and 'conv' in its name; on a host that timed one-channel
   convolutions, conv_one_channel_flops at one input channel, log-linear in the channels up to conv_flops at the
   16 of its probes; on a host that timed the backward's share of its probes' calls, conv_backward_share, a
@@ -27,8 +29,8 @@ The rules on a GPU target, per operation call:
   formula operation and elementwise_rate for a per-element one (one FLOP per element written); an operation
   the host has timed one by one (core.op_probes: tanh, batch norm, sort, ...) costs at least its line,
   op_call_seconds + op_element_seconds per element written; a sort on a host that timed it by row length
-  (sort_row_element_seconds) its elements at that figure for its last dimension's length (sort's default),
-  interpolated log-log between the lengths timed, the end one's beyond them. A GEMM (mm, addmm, bmm, baddbmm) on a
+  (sort_row_element_seconds, its fixed part included) its elements at that figure for its last dimension's length
+  (sort's default), interpolated log-log between the lengths timed, the end one's beyond them. A GEMM (mm, addmm, bmm, baddbmm) on a
   host that timed a grid of GEMM shapes costs the grid's time at its M x K x N (linear_seconds for addmm, nn.Linear's
   operation, gemm_seconds for the others; a batch of GEMMs what one GEMM of all their rows does), interpolated
   log-linearly between the shapes, the smallest shape's time below them, grown in proportion to its rows and
@@ -113,6 +115,9 @@ COLLECTIONS, HEAP = "loader_collections_per_sample", "collection_heap_objects"
 NUMPY_FIELD = "loader_numpy_field_seconds"
 CONVERSION = "aten.lift_fresh"  # torch.as_tensor of a NumPy row: what a DataLoader fetch's default collate does
 SORT_ROWS = "sort_row_element_seconds"
+# calibrate's largest element-wise probe that runs in cache (SMALL_ELEMENTWISE): 12 MB of float32 operands; its larger
+# probe streams from memory and faults its pages in
+IN_CACHE_ELEMENTS = 2**20
 # A host's figures for its DataLoader's full garbage collections: all or none (they come from one probe)
 COLLECTION_FIGURES = ("loader_uncollected_per_sample", COLLECTIONS, "full_collection_seconds", HEAP)
 GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm": 1}  # where a GEMM's two matrices start
@@ -244,8 +249,9 @@ def _gpu_call(op: dict, host, gpu) -> Cost:
 
 def _fetch_cost(op: dict, host) -> Cost:
     """What a DataLoader fetch's operation (phase loading) adds to its per-sample figures: a NumPy row's conversion
-    (CONVERSION) the host's loader_numpy_field_seconds, where it measured that; nothing else."""
-    converts = op["phase"] == "loading" and op["op"] == CONVERSION and host.has(NUMPY_FIELD)
+    (CONVERSION, not a copy to a device) the host's loader_numpy_field_seconds, where it measured that; nothing
+    else. A batch's Python numbers, which the default collate turns into a tensor once per batch, count likewise."""
+    converts = op["phase"] == "loading" and op["op"] == CONVERSION and not op["copy"] and host.has(NUMPY_FIELD)
     return Cost(loading=host.value(NUMPY_FIELD)) if converts else Cost()
 
 
@@ -328,12 +334,17 @@ def _work_seconds(op: dict, device, elementwise: str | None) -> float:
     return max(_flops_seconds(op, device, elementwise), _bytes_seconds(op, device))
 
 
-def _flops_seconds(op: dict, device, elementwise: str | None) -> float:
+def _flops_seconds(op: dict, device, elementwise: str | None, in_cache: bool = False) -> float:
+    """flops / rate of one call; `in_cache`: a per-element operation's rate at most IN_CACHE_ELEMENTS' (its bytes
+    from memory are priced apart)."""
     flops = op["flops"]
     if op["formula"] and "conv" in op["op"]:
         return _conv_seconds(op, device) if flops else 0.0
     rate = "matmul_flops" if op["formula"] else elementwise
-    return flops / device.value(rate, flops=flops) if rate and flops else 0.0
+    if not (rate and flops):
+        return 0.0
+    at = min(flops, IN_CACHE_ELEMENTS) if in_cache and rate == elementwise else flops
+    return flops / device.value(rate, flops=at)
 
 
 def _bytes_seconds(op: dict, device) -> float:
@@ -404,12 +415,14 @@ def _conv_weight(op: dict) -> list[int] | None:
 
 
 def _host_work(op: dict, host) -> float:
-    """Seconds of one call's work on a CPU: its time with its operands in cache, plus its bytes read and written at
-    memory_bandwidth. Calibrate's probes repeat a call on the same tensors, which stay in cache; in a sample the
-    operations between two uses of a tensor have moved it out (tabnet's training step, its operations replayed
-    in order, took 1.5 times their sum replayed one by one: the excess its bytes at about the calibrated
-    bandwidth)."""
-    return _in_cache_seconds(op, host) + _bytes_seconds(op, host)
+    """Seconds of one call's work on a CPU. A calibrated one: its time with its operands in cache, plus its bytes read
+    and written at memory_bandwidth. Calibrate's probes repeat a call on the same tensors, which stay in cache; in a
+    sample the operations between two uses of a tensor have moved it out (tabnet's training step, its operations
+    replayed in order, took 1.5 times their sum replayed one by one: the excess its bytes at about the calibrated
+    bandwidth). A catalogue CPU's figures are large working sets' (its element-wise rate is its memory bandwidth
+    over 12 bytes): the larger of the two, as on a GPU."""
+    in_cache, streamed = _in_cache_seconds(op, host), _bytes_seconds(op, host)
+    return in_cache + streamed if host.origin == "calibrated" else max(in_cache, streamed)
 
 
 def _in_cache_seconds(op: dict, host) -> float:
@@ -422,24 +435,27 @@ def _in_cache_seconds(op: dict, host) -> float:
         return _onednn_lstm_seconds(op, host)
     if op["op"] in FLASH_ATTENTION:
         return _flash_attention_seconds(op, host)
-    work = _flops_seconds(op, host, "elementwise_rate")
+    work = _flops_seconds(op, host, "elementwise_rate", in_cache=True)
     if op["formula"]:
         return max(work, _narrow_gemm_seconds(op, host))
-    name = op_name(op["op"])
-    per_element = _element_seconds(op, name, host)
-    if per_element is None:
+    line = _line(op, op_name(op["op"]), host)
+    if line is None:
         return work
-    return max(work, host.value("op_call_seconds").get(name, 0.0) + op["flops"] * per_element)
+    fixed, per_element = line
+    return max(work, fixed + op["flops"] * per_element)
 
 
-def _element_seconds(op: dict, name: str, host) -> float | None:
-    """The host's op_element_seconds for the operation (None: not timed); a sort's, on a host that timed it by row
-    length (sort_row_element_seconds), at its input's last dimension's length."""
+def _line(op: dict, name: str, host) -> tuple[float, float] | None:
+    """(seconds per call, per element written) of an operation the host timed one by one (None: not timed): its
+    op_call_seconds and op_element_seconds; a sort's, on a host that timed it by row length
+    (sort_row_element_seconds, its fixed part held in its 65,536 elements' seconds), that figure at its input's last
+    dimension's length."""
     shapes = op.get("shapes") or []
     if name == "sort" and host.has(SORT_ROWS) and shapes and shapes[0]:
         figure = sorted((float(length), seconds) for length, seconds in host.value(SORT_ROWS).items())
-        return loglog(figure, shapes[0][-1])
-    return host.value("op_element_seconds").get(name)
+        return 0.0, loglog(figure, shapes[0][-1])
+    per_element = host.value("op_element_seconds").get(name)
+    return None if per_element is None else (host.value("op_call_seconds").get(name, 0.0), per_element)
 
 
 def _onednn_lstm_seconds(op: dict, host) -> float:

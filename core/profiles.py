@@ -122,9 +122,10 @@ FIELDS = (
     Field("op_element_seconds", "s/elem", "seconds per element written of each of those operations: that line's "
           "slope (a function such as tanh costs tens of adds per element)", 0.0, 1e-5, HOST, sized=True,
           required=False),
-    Field("sort_row_element_seconds", "s/elem", "seconds per element written of aten.sort along rows of each length "
-          "(size: the row's length), 65,536 elements in all: the longer the row, the more each element costs (the "
-          "listed operations' sort probe sorts rows of 16)", 0.0, 1e-5, HOST, sized=True, required=False),
+    Field("sort_row_element_seconds", "s/elem", "seconds per element written (values and indices) of aten.sort "
+          "along rows of each length (size: the row's length), over 65,536 input elements, its fixed part included: "
+          "the longer the row, the more each element costs (the listed operations' sort probe sorts rows of 16)",
+          0.0, 1e-5, HOST, sized=True, required=False),
     Field("narrow_gemm_seconds", "s/elem", "seconds per element of the left operand of a torch.mm whose output is "
           "only a few columns wide (4096 x 32 by 32 x N, size: N columns): so narrow a GEMM runs far below its FLOP "
           "rate, at a cost per element it reads", 0.0, 1e-5, HOST, sized=True, required=False),

@@ -43,6 +43,7 @@ class Device:
     title: str
     figures: dict
     asked: list = field(default_factory=list)
+    origin: str = "calibrated"
 
     def has(self, name: str) -> bool:
         return name in self.figures
@@ -415,12 +416,13 @@ def test_a_fetch_s_numpy_rows_cost_their_conversions_on_top_of_the_loader_figure
 ])
 def test_a_sort_costs_its_elements_at_the_host_s_figure_for_its_row_length(shapes, per_element):
     sort = op("aten.sort", where="cpu", flops=128_000, **({"shapes": shapes} if shapes else {}))
+    calls = {"tanh": 3 * US, "sort": 4 * US}  # sort's fixed part: the row figure holds its own
     found = predict(census([sort], [stretch([(0, 1)])], device="cpu"),
-                    cpu(sort_row_element_seconds={"16": 2e-9, "256": 8e-9}))
-    assert found.parts["compute"] == pytest.approx(128_000 * per_element)
-    # a host that did not time sort by row length: its op_element_seconds (50 ns), whatever the row
-    assert predict(census([sort], [stretch([(0, 1)])], device="cpu"), cpu()).parts["compute"] == pytest.approx(
-        128_000 * 50e-9)
+                    cpu(sort_row_element_seconds={"16": 2e-9, "256": 8e-9}, op_call_seconds=calls))
+    assert found.parts["compute"] == pytest.approx(128_000 * per_element + (4 * US if shapes is None else 0.0))
+    # a host that did not time sort by row length: its line, 4 us + 50 ns per element, whatever the row
+    assert predict(census([sort], [stretch([(0, 1)])], device="cpu"), cpu(op_call_seconds=calls)).parts[
+        "compute"] == pytest.approx(4 * US + 128_000 * 50e-9)
 
 
 @pytest.mark.parametrize("missing", sorted(COLLECTING))
@@ -474,6 +476,10 @@ def test_a_gpu_units_host_side_work_costs_host_compute_and_shape_inference_none(
     # On a CPU likewise: the host's mm 5 us + 10 ms (compute), the shape inference 5 us.
     found = predict(census([host_mm, inferred], [stretch([(0, 1), (1, 1)])], device="cpu"), cpu())
     assert_parts(found, parts(host=10 * US, compute=10e-3))
+    # its bytes stream in on top, on either: 1e8 B at 1e10 B/s = 10 ms more
+    moving = host_mm | {"bytes": 1e8}
+    found = predict(census([moving, inferred], [stretch([(0, 1), (1, 1)])], device="cuda:0"), gpu())
+    assert_parts(found, parts(host=20e-3 + 10 * US))
 
 
 def test_an_op_timed_one_by_one_costs_its_line_where_that_is_more_than_its_elements_and_its_bytes_on_top():
@@ -486,6 +492,26 @@ def test_an_op_timed_one_by_one_costs_its_line_where_that_is_more_than_its_eleme
                     cpu())
     # 4 ops x 5 us of overhead; 23.8 + 23.8 + 100.5 + 2.2 us of work
     assert_parts(found, parts(host=20 * US, compute=150.3 * US))
+
+
+def test_a_large_element_wise_op_costs_its_elements_at_the_in_cache_rate_and_its_bytes_from_memory():
+    # the rate 1e10 elements/s up to 2**20 elements a call, 1e8 beyond (a probe that streams and faults its pages):
+    # an add of 2**22 elements costs them at 2**20's rate, 0.4194304 ms, and its 12 B each at 1e10 B/s, 5.0331648 ms
+    target = cpu(elementwise_rate=lambda flops: 1e10 if flops <= 2**20 else 1e8)
+    add = op("aten.add", where="cpu", flops=2**22, bytes=12 * 2**22)
+    found = predict(census([add], [stretch([(0, 1)])], device="cpu"), target)
+    assert found.parts["compute"] == pytest.approx(0.4194304e-3 + 5.0331648e-3)
+    assert ("elementwise_rate", 2**20) in target.host.asked
+
+
+def test_a_catalogue_cpu_costs_the_larger_of_an_op_s_elements_and_its_bytes():
+    # its figures are large working sets' (the element-wise rate is its bandwidth over 12 bytes): 1,000 elements at
+    # 1e9/s = 1 us against 12,000 B at 1e10 B/s = 1.2 us; a calibrated host pays both, 2.2 us
+    add = op("aten.add", where="cpu", flops=1000, bytes=12000)
+    catalogue = Target(Device("cpu", "test CPU", CPU_FIGURES, origin="catalogue"), None, "test CPU")
+    assert predict(census([add], [stretch([(0, 1)])], device="cpu"), catalogue).parts["compute"] == pytest.approx(
+        1.2 * US)
+    assert predict(census([add], [stretch([(0, 1)])], device="cpu"), cpu()).parts["compute"] == pytest.approx(2.2 * US)
 
 
 def test_a_host_without_those_figures_costs_every_op_at_the_add_rate():
