@@ -52,6 +52,9 @@ OPTIMIZER_PARAM_ELEMENTS = 16
 SMALL_ELEMENTWISE = (2**12, 2**16, costmodel.IN_CACHE_ELEMENTS)  # the elementwise probe's sizes below its large tensors
 LISTED_OP_ROWS = (128, 4096)  # core.op_probes' two sizes: one thread's work, and two threads' (ATen's grain: 32,768)
 SORT_ROWS, SORT_ELEMENTS = (4, 16, 128, 1024), 2**16  # sort's row lengths, each over the same elements
+# the memory-bandwidth probe's copy, by device kind: past a CPU's last-level cache (32 MB here) and an H100's or
+# H200's L2 (50 MB), read once and written once
+MEMORY_BYTES = {"cpu": 2**26, "cuda": 2**28}
 NUMPY_LOADER_BATCH = 256  # the batch of the DataLoader passes over NumPy rows against tensor rows
 ATTENTION_BLOCKS_PER_THREAD = 16  # the flash-attention probe's blocks a call per thread: every thread kept busy
 # The narrow-GEMM probe: a batch of rows through a layer of a few outputs (a small model's last layers and their
@@ -538,7 +541,9 @@ def _counted(fn: Callable[[], object], device: str) -> dict:
 
 
 def memory_bandwidth(device: str, effort: Effort) -> dict:
-    elements = effort.large_bytes[devices.kind(device)] // FLOAT_BYTES
+    """Bytes read and written per second by a copy of MEMORY_BYTES, whatever the effort: a quick calibration's large
+    tensors fit a cache, whose bandwidth the cost model would take for memory's."""
+    elements = MEMORY_BYTES[devices.kind(device)] // FLOAT_BYTES
     src, dst = torch.rand(elements, device=device), torch.empty(elements, device=device)
     seconds = _seconds(lambda: dst.copy_(src), device, effort)
     return {"memory_bandwidth": 2 * elements * FLOAT_BYTES / seconds}  # read once, written once

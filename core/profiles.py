@@ -114,8 +114,8 @@ FIELDS = (
           1e6, 1e14, EVERY, sized=True),
     Field("elementwise_flops", "FLOP/s", "the largest of those adds at one FLOP per output element (the "
           "census's count)", 1e6, 1e14, EVERY),
-    Field("memory_bandwidth", "B/s", "bytes read + written per second by a large float32 copy_", 1e6, 1e14,
-          EVERY),
+    Field("memory_bandwidth", "B/s", "bytes read + written per second by a float32 copy_ of 64 MiB (256 MiB on a GPU): "
+          "past the caches, at any effort", 1e6, 1e14, EVERY),
     Field("op_call_seconds", "s/call", "fixed seconds per call, beyond its dispatch, of each operation core.op_probes "
           "lists (its aten name): a line through two sizes of it, where it crosses 0 elements", 0.0, 1e-2, HOST,
           sized=True, required=False),

@@ -103,6 +103,21 @@ def test_a_numpy_field_costs_what_its_passes_take_beyond_a_tensor_field_s_and_ne
     assert calibrate.numpy_field_seconds("cpu", effort) == pytest.approx(per_field)  # two fields of 512 samples
 
 
+@pytest.mark.parametrize("effort", [calibrate.QUICK, calibrate.FULL])
+def test_memory_bandwidth_is_timed_on_a_copy_past_the_caches_whatever_the_effort(monkeypatch, effort):
+    made = []
+    rand = torch.rand
+
+    def spy(*size, **kwargs):
+        made.append(size)
+        return rand(*size, **kwargs)
+    monkeypatch.setattr(calibrate.torch, "rand", spy)
+    monkeypatch.setattr(calibrate, "_seconds", lambda fn, device, effort: 0.01)
+    found = calibrate.memory_bandwidth("cpu", effort)
+    assert made == [(calibrate.MEMORY_BYTES["cpu"] // 4,)]  # 64 MiB: a quick effort's large tensors are 4 MiB
+    assert found == {"memory_bandwidth": 2 * calibrate.MEMORY_BYTES["cpu"] / 0.01}
+
+
 def test_full_collections_are_counted_and_young_ones_are_not():
     with gc_watch.full_collections() as found:
         gc.collect(0)
