@@ -259,7 +259,9 @@ def cmd_calibrate(args) -> int:
         path, broken = None, e
     print(calibrate.report(profile))
     if broken:
-        print(f"error: the measurement looks broken, profile not written: {broken}", file=sys.stderr)
+        print(f"error: the measurement looks broken, profile not written: {broken}. Other work during the calibration "
+              f"usually does this (the note above says how busy the machine was, where it was): run `python -m core "
+              f"calibrate` again when the machine is idle", file=sys.stderr)
         return 1
     print(f"calibrated {', '.join(names)} in {profile['seconds']:.0f} s: {path}")
     return 0
@@ -338,8 +340,10 @@ def _print_accuracy(as_json: bool) -> int:
     if as_json:
         print(frame.to_json(orient="records", indent=1))
         return 0
+    here = devices.fingerprint()["machine_id"]
     for (machine, machine_id, device), part in frame.groupby(["machine", "machine_id", "device"]):
-        print(f"{machine} {device}: {predictions.accuracy_text(part, devices.kind(device))}")
+        ours = " (this machine)" if machine_id == here else ""
+        print(f"{machine_id}{ours}: {machine} {device}: {predictions.accuracy_text(part, devices.kind(device))}")
         print(f"  by what bounds the prediction: {predictions.bound_text(part)}")
         if unmeasured := predictions.unmeasured_text(machine_id, device):
             print(f"  {unmeasured}")

@@ -20,6 +20,7 @@ import torch
 from torch.utils import benchmark
 
 from core import census, costmodel, devices, hardware, settings, standin
+from core.tables import seconds_text
 from core.params import ConfigError, clip, shown
 
 MAX_DIMS = 8
@@ -309,8 +310,8 @@ def beside(found: list[dict], measured: benchmark.Measurement, device: str) -> l
 
 def _measured_text(entry: dict) -> str:
     calls = entry["calls_per_block"]
-    return (f"measured here {entry['measured_s'] * 1e3:.3g} ms (median of {entry['measured_blocks']} blocks of {calls} "
-            f"call{'s' * (calls != 1)}, IQR {entry['measured_iqr_s'] * 1e3:.2g} ms, {entry['threads']} threads): "
+    return (f"measured here {seconds_text(entry['measured_s'])} (median of {entry['measured_blocks']} blocks of {calls} "
+            f"call{'s' * (calls != 1)}, IQR {seconds_text(entry['measured_iqr_s'])}, {entry['threads']} threads): "
             f"predicted/measured {entry['predicted_s'] / entry['measured_s']:.2f}")
 
 
@@ -323,7 +324,7 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
     lines = [f"{clip(spec)}: {what} on input {found[0]['params']['input']}, {how}:"]
     for entry in found:
         parts = costmodel.shares_text(entry["parts"], entry["predicted_s"])
-        line = f"  {entry['hardware']}: {entry['predicted_s'] * 1e3:.3g} ms ({parts})"
+        line = f"  {entry['hardware']}: {seconds_text(entry['predicted_s'])} ({parts})"
         if "measured_s" in entry:
             line += f"; {_measured_text(entry)}"
         if entry.get("fits") is False:

@@ -304,12 +304,14 @@ def report_text(frame: pd.DataFrame) -> str:
     """The table (id, published, predicted, ratio, the hardware: named by the write-up or assumed) and the
     summaries, for a terminal."""
     width = max([len("id"), *frame["id"].map(len)])
-    lines = [f"{'id':<{width}}  {'published':>10}  {'predicted':>10}  {'ratio':>7}  {'hardware':<8}  target"]
+    lines = [f"{'id':<{width}}  {'published':>10}  {'predicted':>10}  {'unit':<4}  {'ratio':>7}  {'hardware':<8}  target"]
     for _, row in frame.iterrows():
+        unit = row["unit"]  # TIMING_UNIT (seconds) or SPEEDUP_UNIT (times faster)
         if pd.isna(row["predicted"]):
-            lines.append(f"{row['id']:<{width}}  {row['published']:>10.4g}  {'-':>10}  {'-':>7}  {'':<8}  {row['error']}")
+            lines.append(f"{row['id']:<{width}}  {row['published']:>10.4g}  {'-':>10}  {unit:<4}  {'-':>7}  {'':<8}  "
+                         f"{row['error']}")
             continue
-        lines.append(f"{row['id']:<{width}}  {row['published']:>10.4g}  {row['predicted']:>10.4g}  "
+        lines.append(f"{row['id']:<{width}}  {row['published']:>10.4g}  {row['predicted']:>10.4g}  {unit:<4}  "
                      f"{row['ratio']:>7.2f}  {'assumed' if row['assumed'] else 'named':<8}  {row['target']}")
     lines += [summary_text(frame, "GPU"), summary_text(frame, "CPU"), summary_text(frame, "GPU", SPEEDUP_UNIT)]
     if frame.attrs.get("seconds") is not None:

@@ -288,6 +288,17 @@ def test_cli_calibrate_writes_the_profile_before_it_prints_the_report(quick_prof
     assert profiles.load()["cpu"] == quick_profile["cpu"]  # the minutes of measuring are kept
 
 
+def test_cli_calibrate_with_a_figure_out_of_range_writes_nothing_and_says_to_calibrate_again_idle(
+        quick_profile, capsys, results_dir, monkeypatch):
+    slow = copy.deepcopy(quick_profile)
+    slow["cpu"]["op_overhead_no_grad"] = 1.0  # a second per bare operation: beyond its sane range
+    monkeypatch.setattr(calibrate, "take", lambda names, quick: slow)
+    assert main(["calibrate", "--quick", "--device", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert "profile not written: cpu/op_overhead_no_grad" in err and "again when the machine is idle" in err
+    assert profiles.load() is None
+
+
 def test_cli_calibrate_refuses_when_read_only_busy_or_given_a_bad_device(capsys, results_dir, monkeypatch):
     assert main(["calibrate", "--quick", "--device", "cuda:9"]) == 2
     assert "device: 'cuda:9' is not present" in capsys.readouterr().err

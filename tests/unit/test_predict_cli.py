@@ -5,7 +5,7 @@ import warnings
 import pytest
 import torch
 
-from core import devices, ownmodel, profiles, settings, standin, standin_cpu_rnn
+from core import devices, ownmodel, profiles, settings, standin, standin_cpu_rnn, tables
 from core.cli import main
 
 MODEL_FILE = '''
@@ -156,6 +156,9 @@ def test_your_own_model_is_predicted_with_its_crossover(capsys, calibrated, mode
     cpu, gpu = json.loads(capsys.readouterr().out)
     assert cpu["variant"] == "forward" and cpu["params"] == {"input": "64x84"} and "crossover_batch" not in cpu
     assert "crossover_batch" in gpu and gpu["parts"]["copies"] > 0
+    # the report gives the same time in its own unit (a long one in s, where 8.92e+03 ms was printed)
+    assert main(["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this"]) == 0
+    assert f"this machine's CPU: {tables.seconds_text(cpu['predicted_s'])} (" in capsys.readouterr().out
 
 
 def test_your_own_attention_is_priced_on_the_host_s_flash_attention_blocks_or_said_to_be_estimated(capsys, calibrated,

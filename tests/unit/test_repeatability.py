@@ -4,7 +4,7 @@ import json
 import pandas as pd
 import pytest
 
-from core import predictions
+from core import devices, predictions
 from core.cli import main
 
 
@@ -49,6 +49,12 @@ def test_predict_accuracy_says_how_far_the_shipped_measurements_repeat(shipped_r
     assert "within 1.5x" in out and "by what bounds the prediction: " in out
     assert "how far its measurements repeat: two runs of the same configuration agree within 1.5x on " in out
     assert "; the run before measured " in out  # the shipped AMD EPYC runs measured their points twice
+    # each machine's check opens with its id, this machine's marked (the two AMD VMs' CPUs read alike)
+    here = devices.fingerprint()["machine_id"]
+    headings = [line.split(": ")[0] for line in out.splitlines() if ": checked against " in line]
+    shipped = {path.name for path in shipped_results.iterdir() if path.is_dir()}
+    assert headings and {heading.removesuffix(" (this machine)") for heading in headings} <= shipped
+    assert all((heading.endswith(" (this machine)")) == heading.startswith(here) for heading in headings)
     assert main(["predict", "--accuracy", "--json"]) == 0
     checked = json.loads(capsys.readouterr().out)
     assert {"run_id", "measured_before_s", "runs_apart"} <= set(checked[0])
