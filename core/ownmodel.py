@@ -169,7 +169,7 @@ def runs(model: torch.nn.Module, given: Input, train: bool) -> None:
     try:
         call()
     except USERS_ERRORS as e:
-        raise _failed(e, given, train) from None  # the input as given: its batch is seldom what fails
+        raise _failed(e, given, train, small) from None  # the input as given: its batch is seldom what fails
 
 
 def _fits_here(given: Input, field: str, advice: str) -> None:
@@ -210,8 +210,10 @@ def _one_call(model: torch.nn.Module, train: bool, fetch) -> Callable[[], object
     return call
 
 
-def _failed(error: Exception, given: Input, train: bool) -> ConfigError:
-    return ConfigError("--model", f"one {'training step' if train else 'forward'} on input {given.text} failed: "
+def _failed(error: Exception, given: Input, train: bool, ran: Input | None = None) -> ConfigError:
+    """`ran`: the smaller input a check ran at, which PyTorch's message names, where it differs from `given`."""
+    at = f" (run at {ran.text}, a check that the model runs)" if ran is not None and ran.text != given.text else ""
+    return ConfigError("--model", f"one {'training step' if train else 'forward'} on input {given.text}{at} failed: "
                                   f"{type(error).__name__}: {clip(str(error), 200)}{_index_hint(error, given)}")
 
 

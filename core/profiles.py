@@ -113,7 +113,8 @@ FIELDS = (
           "a model's ops write (size: elements; small ones stay in cache, large ones fault their pages in)",
           1e6, 1e14, EVERY, sized=True),
     Field("elementwise_flops", "FLOP/s", "the largest of those adds at one FLOP per output element (the "
-          "census's count)", 1e6, 1e14, EVERY),
+          "census's count), its pages faulted in: no element-wise speed, and the cost model does not read it",
+          1e6, 1e14, EVERY),
     Field("memory_bandwidth", "B/s", "bytes read + written per second by a float32 copy_ of 64 MiB (256 MiB on a GPU): "
           "past the caches, at any effort", 1e6, 1e14, EVERY),
     Field("op_call_seconds", "s/call", "fixed seconds per call, beyond its dispatch, of each operation core.op_probes "

@@ -262,7 +262,10 @@ def test_a_compiled_model_is_predicted_as_its_eager_operations_and_says_so(capsy
     (["--model", "{file}:nothing", "--input", "8x84"], "has no function nothing"),
     (["--model", "{file}:broken", "--input", "8x84"], "broken() raised RuntimeError: no weights here"),
     (["--model", "{file}:not_a_model", "--input", "8x84"], "returned a value of type int, not a torch.nn.Module"),
-    (["--model", "{file}:build", "--input", "8x3"], "one forward on input 8x3 failed"),
+    (["--model", "{file}:build", "--input", "8x3"], "one forward on input 8x3 (run at 2x3"),
+    # PyTorch's message names the check's batch: the message says so
+    (["--model", "{file}:build", "--input", "512x3"], "one forward on input 512x3 (run at 2x3, a check that the model "
+                                                      "runs) failed"),
     (["--model", "{file}:bare", "--input", "8x84", "--train"], "--train: the model has no trainable parameters"),
     (["--model", "{file}:build", "--input", "8xx84"], "--input: '8xx84' is not a shape"),
     (["--model", "{file}:build", "--input", "0x84"], "every size must be >= 1"),
@@ -275,7 +278,8 @@ def test_a_compiled_model_is_predicted_as_its_eager_operations_and_says_so(capsy
     (["--model", "{file}:build", "--input", "8x84:float16"], "not one of float32, int64, int32 (half precision"),
     (["--model", "{file}:build", "--input", "8x84:int8"], "the element type 'int8' is not one of float32, int64"),
     ([], "name an experiment"),
-    (["--model", "{file}:build", "--input", "8x84:int64"], "one forward on input 8x84:int64 failed: RuntimeError"),
+    (["--model", "{file}:build", "--input", "8x84:int64"], "one forward on input 8x84:int64 (run at 2x84:int64, a "
+                                                               "check that the model runs) failed: RuntimeError"),
     (["--model", "{file}:exits", "--input", "8x84"], "exits() raised SystemExit: 0"),
     (["--model", "{file}:counts", "--input", "8x84", "--train"], "the model's output is a int: a training step needs"),
     (["--model", "{file}:build", "--input", "²x84"], "--input: '²x84' is not a shape"),
