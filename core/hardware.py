@@ -47,9 +47,9 @@ MEMORY = "memory_gib"
 CALIBRATED_ONLY = {"cpu": (*costmodel.COLLECTION_FIGURES, costmodel.NUMPY_FIELD, costmodel.SORT_ROWS),
                    "gpu": ("training_op_overhead",)}
 UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s", MEMORY: "GiB"}
-KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("memory", "memory_bandwidth")),
-               "gpu": (("matmul", "matmul_flops"), ("memory", "memory_bandwidth"), ("launch", "launch_overhead"),
-                       ("h2d pinned", "h2d_bandwidth_pinned"))}
+KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("bandwidth", "memory_bandwidth")),
+               "gpu": (("matmul", "matmul_flops"), ("bandwidth", "memory_bandwidth"), ("launch", "launch_overhead"),
+                       ("h2d pinned", "h2d_bandwidth_pinned"), ("memory", MEMORY))}  # a figure a device lacks: left out
 NAME_PATTERN = r"^[a-z0-9][a-z0-9.-]*$"  # a slug: never "this", never "<machine>:cuda:N"
 SIZE_PATTERN = r"^[0-9]+(\.[0-9]+)?([eE]\+?[0-9]+)?$"  # FLOPs per call
 KEYED = profiles.KEYS  # figures {key: value}, the key an op, a width, a batch or a module class, not FLOPs per call
@@ -512,6 +512,8 @@ def listing() -> list[dict]:
 def _key_figures(device: Device) -> str:
     shown = []
     for label, field in KEY_FIGURES[device.kind]:
+        if not device.has(field):
+            continue
         number, unit = profiles.human(device.value(field), UNITS[field])
         shown.append(f"{label} {number} {unit}")
     return ", ".join(shown)

@@ -470,11 +470,15 @@ def test_the_listing_shows_calibrated_devices_first_then_the_catalogue(this_prof
         assert set(row) == {"name", "title", "kind", "origin", "key figures", "assumptions"}
         assert hardware.resolve(row["name"]).name == row["name"]
     by_name = {row["name"]: row for row in rows}
-    assert by_name["this"]["key figures"] == "op 3.00 µs/op, matmul 150 GFLOP/s, memory 16.0 GB/s"
+    assert by_name["this"]["key figures"] == "op 3.00 µs/op, matmul 150 GFLOP/s, bandwidth 16.0 GB/s"
     assert by_name["this:cuda:0"]["assumptions"] == 2 and by_name["this"]["origin"] == "calibrated"
     k80 = by_name["k80"]
     assert k80["origin"] == "catalogue" and k80["assumptions"] == len(hardware.load().devices["k80"].assumptions)
-    assert k80["key figures"].startswith("matmul 2,500 GFLOP/s, memory 160 GB/s, launch 7.00 µs/op")
+    assert k80["key figures"].startswith("matmul 2,500 GFLOP/s, bandwidth 160 GB/s, launch 7.00 µs/op")
+    # its memory last: what it holds, beside what it moves; a calibrated GPU whose fingerprint lacks it, without
+    held = profiles.human(hardware.load().devices["k80"].value("memory_gib"), "GiB")
+    assert k80["key figures"].endswith(f", memory {held[0]} {held[1]}")
+    assert "memory" not in by_name["this:cuda:0"]["key figures"].replace("memory_", "")
 
 
 def test_the_listing_skips_a_profile_it_cannot_read_with_a_warning(results_dir):
