@@ -112,6 +112,7 @@ PYTHON_PHASES = ("step", "optimizer")  # where the host runs the unit's Python (
 DIRECTIONS = ("h2d", "d2h", "d2d")
 LOADER_BATCH = 64  # the batch of the host's loader_batched_per_sample figure
 COLLECTIONS, HEAP = "loader_collections_per_sample", "collection_heap_objects"
+UNCOLLECTED, COLLECTION_SECONDS = "loader_uncollected_per_sample", "full_collection_seconds"
 NUMPY_FIELD = "loader_numpy_field_seconds"
 CONVERSION = "aten.lift_fresh"  # torch.as_tensor of a NumPy row: what a DataLoader fetch's default collate does
 SORT_ROWS = "sort_row_element_seconds"
@@ -119,7 +120,7 @@ SORT_ROWS = "sort_row_element_seconds"
 # probe streams from memory and faults its pages in
 IN_CACHE_ELEMENTS = 2**20
 # A host's figures for its DataLoader's full garbage collections: all or none (they come from one probe)
-COLLECTION_FIGURES = ("loader_uncollected_per_sample", COLLECTIONS, "full_collection_seconds", HEAP)
+COLLECTION_FIGURES = (UNCOLLECTED, COLLECTIONS, COLLECTION_SECONDS, HEAP)
 GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm": 1}  # where a GEMM's two matrices start
 # The host's grid of GEMM times each GEMM is priced by: addmm is what nn.Linear issues (its weight read transposed)
 GEMM_GRID = {"aten.mm": "gemm_seconds", "aten.bmm": "gemm_seconds", "aten.addmm": "linear_seconds",
@@ -452,8 +453,7 @@ def _line(op: dict, name: str, host) -> tuple[float, float] | None:
     dimension's length."""
     shapes = op.get("shapes") or []
     if name == "sort" and host.has(SORT_ROWS) and shapes and shapes[0]:
-        figure = sorted((float(length), seconds) for length, seconds in host.value(SORT_ROWS).items())
-        return 0.0, loglog(figure, shapes[0][-1])
+        return 0.0, _at_size(host.value(SORT_ROWS), shapes[0][-1])
     per_element = host.value("op_element_seconds").get(name)
     return None if per_element is None else (host.value("op_call_seconds").get(name, 0.0), per_element)
 
@@ -683,19 +683,20 @@ def _loading_seconds(stretch: dict, host, collected: float | None) -> float:
     if not (batches or samples):
         return 0.0
     if collected is not None and batches and samples:
-        uncollected = _at_batch(host.value("loader_uncollected_per_sample"), samples / batches)
-        collections = _collections_at(stretch, host) * host.value("full_collection_seconds")
+        uncollected = _at_size(host.value(UNCOLLECTED), samples / batches)
+        collections = _collections_at(stretch, host) * host.value(COLLECTION_SECONDS)
         return samples * (uncollected + collected * collections)
     by_batch = host.value("loader_per_sample")
     if by_batch and batches and samples:
-        return samples * _at_batch(by_batch, samples / batches)
+        return samples * _at_size(by_batch, samples / batches)
     per_batch, per_sample = loader_costs(host)
     return batches * per_batch + samples * per_sample
 
 
-def _at_batch(by_batch: dict[str, float], batch: float) -> float:
-    """Seconds per sample at `batch` samples a batch, between the batch sizes measured."""
-    return loglog(sorted((float(size), value) for size, value in by_batch.items()), batch)
+def _at_size(by_size: dict[str, float], at: float) -> float:
+    """A figure keyed by size (a batch, a row's length) at `at`: log-log between the sizes measured, the end one's
+    beyond them."""
+    return loglog(sorted((float(size), value) for size, value in by_size.items()), at)
 
 
 def loglog(points, at: float) -> float:

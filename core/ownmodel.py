@@ -20,8 +20,8 @@ import torch
 from torch.utils import benchmark
 
 from core import census, costmodel, devices, hardware, settings, standin
-from core.tables import seconds_text
 from core.params import ConfigError, clip, shown
+from core.tables import seconds_text
 
 MAX_DIMS = 8
 MAX_ELEMENTS = 2**34  # the census builds the input on the meta device only: this bounds typos (_fits_here the rest)
@@ -177,8 +177,8 @@ def _fits_here(given: Input, field: str, advice: str) -> None:
     machine has free (the model's own tensors need more)."""
     needed, available = math.prod(given.shape) * DTYPES[given.dtype].itemsize, psutil.virtual_memory().available
     if needed > CHECK_MEMORY_SHARE * available:
-        raise ConfigError(field, f"an input of {given.text} alone takes {needed / 2**30:.1f} GiB, over "
-                                 f"{CHECK_MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB this machine has free: "
+        raise ConfigError(field, f"an input of {given.text} alone takes {needed / GIB:.1f} GiB, over "
+                                 f"{CHECK_MEMORY_SHARE:.0%} of the {available / GIB:.1f} GiB this machine has free: "
                                  f"{advice}")
 
 
