@@ -16,6 +16,7 @@ from core import (breakdown, bundles, calibrate, census, costmodel, devices, exp
                   predictions, profiles, report, results, runlock, runner, settings, standin, versions, writeups)
 from core.experiments.base import PRESETS
 from core.params import ConfigError, clip, shown
+from core.tables import seconds_text
 from core.timing import call_text
 
 
@@ -358,9 +359,9 @@ def _print_accuracy(as_json: bool) -> int:
         for _, row in part.iterrows():
             again = ("; one cold call, no warm-up" if row["cold"] else "") + (
                 "" if math.isnan(row["measured_before_s"])
-                else f"; the run before measured {_seconds_text(row['measured_before_s'])}")
-            print(f"  {row['experiment']} {row['variant']} {row['point']}: measured {_seconds_text(row['measured_s'])}, "
-                  f"predicted {_seconds_text(row['predicted_s'])} (x{row['ratio']:.2f}{again})")
+                else f"; the run before measured {seconds_text(row['measured_before_s'])}")
+            print(f"  {row['experiment']} {row['variant']} {row['point']}: measured {seconds_text(row['measured_s'])}, "
+                  f"predicted {seconds_text(row['predicted_s'])} (x{row['ratio']:.2f}{again})")
     for row in predictions.catalogue_summary(predictions.catalogue_accuracy(records)).itertuples():
         print(f"The catalogue's {row.hardware}, against that machine's measured GPU: {row.points} points, median "
               f"predicted/measured {row.median_ratio:.2f}, {row.share_within:.0%} within {predictions.WITHIN:g}x, "
@@ -396,13 +397,7 @@ def _prediction_text(p: predictions.Predicted) -> str:
     if p.prediction is None:
         return f"no prediction: {p.error}"
     unit = f" per {call_text(p.unit, p.per_call)}" if p.unit else ""
-    return f"{_seconds_text(p.prediction.seconds)}{unit} ({costmodel.shares_text(p.prediction.parts, p.prediction.seconds)})"
-
-
-def _seconds_text(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.3g} s"
-    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
+    return f"{seconds_text(p.prediction.seconds)}{unit} ({costmodel.shares_text(p.prediction.parts, p.prediction.seconds)})"
 
 
 def _predict_model(args) -> int:
@@ -532,10 +527,10 @@ def point_outcome(row: dict) -> str:
     if row.get("median") is None:
         return "done"
     per_call = row["per_call"] or 1
-    sample = (f"one sample: {call_text(row['unit'], per_call)} in {_seconds_text(row['median'])}; "
+    sample = (f"one sample: {call_text(row['unit'], per_call)} in {seconds_text(row['median'])}; "
               if per_call > 1 else "")
     spread = f"IQR {row['iqr'] / row['median']:.0%}" if row["iqr"] is not None and row["median"] > 0 else "one sample"
-    return (f"median {_seconds_text(row['median'] / per_call)} per {row['unit']} "
+    return (f"median {seconds_text(row['median'] / per_call)} per {row['unit']} "
             f"({sample}{spread}, n={row['n']}{', noisy' if row['noisy'] else ''})")
 
 
