@@ -20,11 +20,12 @@ import math
 from functools import lru_cache
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from core import breakdown, runs
 from core.analysis import ok
-from core.timing import NOISY_SPREAD
+from core.timing import NOISY_SPREAD, quartiles
 
 LEGEND = alt.Legend(labelLimit=0)  # series names can be long: never cut them
 # A loss curve per run picked passes Altair's guard of 5,000 rows a chart (its data is embedded in the spec either way)
@@ -214,14 +215,28 @@ def _quality(data: pd.DataFrame) -> pd.Series:
 
 
 def _bounds(data: pd.DataFrame, value: str, spread: str) -> pd.DataFrame:
-    """lo and hi: the median +- half the IQR, carried over to `value` (through 1/t for a rate)."""
-    half = (data["iqr_s"].astype(float) / data["median_s"].astype(float) / 2).where(data["n"].fillna(1) >= 2)
+    """lo and hi: the samples' quartiles (_quartiles) over their median, carried over to `value` (through 1/t for a
+    rate)."""
+    low, high = (share / data["median_s"].astype(float) for share in _quartiles(data))
     y = data[value].astype(float)
     if spread == "rate":
-        lo, hi = y / (1 + half), y / (1 - half).where(half < 1)
+        lo, hi = y / high, y / low.where(low > 0)
     else:
-        lo, hi = y * (1 - half), y * (1 + half)
+        lo, hi = y * low, y * high
     return pd.DataFrame({"lo": lo.where(lo > 0, y / 100), "hi": hi}, index=data.index)
+
+
+def _quartiles(data: pd.DataFrame, suffix: str = "") -> tuple[pd.Series, pd.Series]:
+    """Each row's lower and upper quartiles of its samples (`samples_s` + suffix); a row that carries its IQR but
+    not its samples, its median -+ half the IQR; NaN for a single sample. One slow call among three puts the IQR
+    above the median, where an even split would draw a bar down to nothing."""
+    samples = data.get("samples_s" + suffix, pd.Series(None, index=data.index, dtype=object))
+    median, half = data["median_s" + suffix].astype(float), data["iqr_s" + suffix].astype(float) / 2
+    found = [quartiles(s) if isinstance(s, (list, tuple)) else None for s in samples]
+    low = pd.Series([q[0] if q else np.nan for q in found], index=data.index).fillna(median - half)
+    high = pd.Series([q[1] if q else np.nan for q in found], index=data.index).fillna(median + half)
+    single = data["n" + suffix].fillna(1).astype(float) < 2
+    return low.mask(single), high.mask(single)
 
 
 def _spread_text(data: pd.DataFrame) -> pd.Series:
@@ -237,7 +252,7 @@ def paired_ratio(top: pd.DataFrame, bottom: pd.DataFrame, on: list[str]) -> pd.D
     quality of either side (noisy, a single sample) makes the ratio's point hollow. A run that measured no
     top row (its machine's GPU run apart from its CPU run) takes the latest top row of its machine and
     configuration among those given."""
-    timing = ["median_s", "iqr_s", "n", "noisy"]
+    timing = ["median_s", "iqr_s", "n", "noisy", "samples_s"]
     top = ok(top).reindex(columns=["run_id", "machine_id", "config_id", "started", *on, *timing])
     bottom = ok(bottom)
     bottom = bottom.reindex(columns=[*bottom.columns, *(c for c in timing if c not in bottom)])
@@ -250,11 +265,11 @@ def paired_ratio(top: pd.DataFrame, bottom: pd.DataFrame, on: list[str]) -> pd.D
     pairs = pd.concat([same_run, beside], ignore_index=True) if len(beside) else same_run
     if pairs.empty:
         return with_look(pairs.assign(ratio=[], lo=[], hi=[], source="measured", quality="", spread="", run=""))
-    half_top = (pairs["iqr_s_top"] / 2).fillna(0)
-    half = (pairs["iqr_s"] / 2).fillna(0)
+    low_top, high_top = (q.fillna(pairs["median_s_top"]) for q in _quartiles(pairs, "_top"))
+    low, high = (q.fillna(pairs["median_s"]) for q in _quartiles(pairs))
     ratio = pairs["median_s_top"] / pairs["median_s"]
-    slowest = (pairs["median_s_top"] - half_top) / (pairs["median_s"] + half)
-    fastest = (pairs["median_s_top"] + half_top) / (pairs["median_s"] - half).where(pairs["median_s"] > half)
+    slowest = low_top / high
+    fastest = high_top / low.where(low > 0)
     either = pd.concat([_quality(pairs), _quality(pairs.assign(n=pairs["n_top"], noisy=pairs["noisy_top"]))], axis=1)
     quality = either.apply(lambda q: "; ".join(dict.fromkeys(t for t in q if t)), axis=1)
     spread = ("IQR " + (pairs["iqr_s_top"] / pairs["median_s_top"] * 100).round(1).astype(str) + "% over "

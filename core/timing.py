@@ -33,10 +33,8 @@ class Measurement:
 
     @property
     def iqr(self) -> float | None:
-        if self.n < 2:
-            return None
-        q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
-        return q3 - q1
+        found = quartiles(self.samples)
+        return None if found is None else found[1] - found[0]
 
     @property
     def noisy(self) -> bool | None:
@@ -48,6 +46,15 @@ class Measurement:
     def to_dict(self) -> dict:
         return {"samples": list(self.samples), "median": self.median, "iqr": self.iqr, "noisy": self.noisy,
                 "n": self.n, "warmup_samples": list(self.warmup), "cold": self.cold}
+
+
+def quartiles(samples) -> tuple[float, float] | None:
+    """The lower and upper quartiles of `samples` (None for fewer than two): the IQR's ends, which a skewed
+    sample (one slow call among fast ones) puts anywhere but evenly about the median."""
+    if len(samples) < 2:
+        return None
+    q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return q1, q3
 
 
 @dataclass

@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from core import charts, experiments, published, results, settings
+from core import charts, experiments, published, results, settings, timing
 from tests.helpers import hand_rows
 
 
@@ -180,6 +180,25 @@ def test_a_rate_carries_its_iqr_through_the_inverse():
     drawn = charts.measured(_timed([{"size": 1, "median_s": 2.0, "iqr_s": 1.0, "rate": 10.0}]), "rate",
                             spread="rate").iloc[0]
     assert (drawn["lo"], drawn["hi"]) == pytest.approx((10.0 * 2 / 2.5, 10.0 * 2 / 1.5))
+
+
+def test_a_skewed_sample_draws_its_error_bar_between_its_quartiles_not_evenly_about_the_median():
+    samples = [0.0875, 0.088, 0.462]  # one slow call among three (a garbage collection): IQR above the median
+    drawn = charts.measured(_timed([{"size": 1, "median_s": 0.088, "iqr_s": 0.18725, "n": 3, "samples_s": samples,
+                                     "ms": 88.0}]), "ms").iloc[0]
+    q1, q3 = timing.quartiles(samples)
+    assert (drawn["lo"], drawn["hi"]) == pytest.approx((88.0 * q1 / 0.088, 88.0 * q3 / 0.088))
+    assert 87 < drawn["lo"] < 88 < 270 < drawn["hi"]  # the bar starts near the median, not at a hundredth of it
+
+
+def test_a_ratio_of_two_skewed_samples_is_bounded_by_their_quartiles():
+    cpu = _timed([{"size": 1, "median_s": 1.0, "iqr_s": 1.5, "n": 3, "samples_s": [0.9, 1.0, 4.0]}])
+    gpu = cpu.assign(device="cuda:0", median_s=0.1, iqr_s=0.05, samples_s=[[0.1, 0.1, 0.2]])
+    pair = charts.paired_ratio(gpu, cpu, ["point"]).iloc[0]
+    (cpu_q1, cpu_q3), (gpu_q1, gpu_q3) = timing.quartiles([0.9, 1.0, 4.0]), timing.quartiles([0.1, 0.1, 0.2])
+    assert pair["ratio"] == pytest.approx(0.1)
+    assert (pair["lo"], pair["hi"]) == pytest.approx((gpu_q1 / cpu_q3, gpu_q3 / cpu_q1))
+    assert pair["lo"] > 0.1 / 100  # an even split of the CPU's IQR would have reached below zero
 
 
 def test_two_runs_of_one_variant_give_two_lines_in_two_panels():
