@@ -32,6 +32,8 @@ LEGEND = alt.Legend(labelLimit=0)  # series names can be long: never cut them
 alt.data_transformers.disable_max_rows()
 AS_WRITTEN = "as written"   # the variant a write-up's own figures stand for, unless they name one
 PANEL_WIDTH, PANEL_HEIGHT = 280, 240   # one panel per run, two to a row in the page's column
+CHART_HEIGHT = 300
+LABEL_GAP = 13  # pixels between two line-end labels' middles: their 11-pixel text and a little air
 # a single chart fits the page's width only: fitting the height too (Streamlit's default) lets a long legend
 # squash the plot
 FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
@@ -353,7 +355,8 @@ def lines(data: pd.DataFrame, x: str, y: str, *, title: str, x_title: str, y_tit
     data = _per_panel(data, runs)
     x_enc = (alt.X(f"{x}:O", title=x_title, sort=x_sort, axis=alt.Axis(labelAngle=0)) if x_sort is not None else
              alt.X(f"{x}:Q", title=x_title, scale=_scale(log_x), axis=_ticks_at(data[x])))
-    y_enc = alt.Y(f"{y}:Q", title=y_title, **(ratio_scale(data[y]) if ratio else {"scale": _scale(log_y)}))
+    y_scale = ratio_scale(data[y]) if ratio else {"scale": _scale(log_y)}
+    y_enc = alt.Y(f"{y}:Q", title=y_title, **y_scale)
     colour = variant_color(data["variant"])
     tip = [_value_tooltip(y, y_title), alt.Tooltip(f"{x}:{'O' if x_sort is not None else 'Q'}", title=x_title),
            *BASE_TOOLTIP, *tooltips(tooltip)]
@@ -384,7 +387,11 @@ def lines(data: pd.DataFrame, x: str, y: str, *, title: str, x_title: str, y_tit
             y=alt.Y(f"median({column}):Q"), detail=LINE_KEYS[:2],
             tooltip=[alt.Tooltip("device:N"), alt.Tooltip(f"median({column}):Q", title=what, format=".3~g")]))
     if line:
-        layers.append(_line_ends(base, x, data))
+        height = PANEL_HEIGHT if len(runs) > 1 else CHART_HEIGHT
+        data["label_y"] = label_heights(data, x, y, log=log_y or ratio, height=height)
+        layers.append(base.mark_text(align="left", dx=6, fontSize=11).encode(
+            y=alt.Y("label_y:Q", title=y_title, **y_scale), text=alt.Text("line:N"), detail=LINE_KEYS[:2]
+        ).transform_filter("isValid(datum.label_y)"))
     return _panels(layers, data, runs, title)
 
 
@@ -418,7 +425,7 @@ def _per_panel(data: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
 
 
 def _panels(layers: list, data: pd.DataFrame, runs: list[str], title: str, *, columns: int = 2,
-            height=300, width: int = PANEL_WIDTH) -> alt.TopLevelMixin:
+            height=CHART_HEIGHT, width: int = PANEL_WIDTH) -> alt.TopLevelMixin:
     """The layers over `data`: one chart fitting the page's width, or with several runs one panel per run."""
     chart = alt.layer(*layers, data=data)
     if len(runs) < 2:
@@ -428,14 +435,24 @@ def _panels(layers: list, data: pd.DataFrame, runs: list[str], title: str, *, co
         columns=columns).properties(title=title).configure_legend(orient="bottom", direction="vertical")
 
 
-def _line_ends(base: alt.Chart, x: str, data: pd.DataFrame) -> alt.Chart:
-    """Each line's `line` text beside its last point."""
-    return base.mark_text(align="left", dx=6, fontSize=11).encode(text=alt.Text("line:N"), detail=LINE_KEYS[:2]
-                                                                   ).transform_filter(
-        "datum.source != 'published'").transform_window(
-        rank="rank()", sort=[alt.SortField(x, order="descending")],
-        groupby=["panel", "run", "variant", "device", "line"]
-    ).transform_filter("datum.rank == 1")
+def label_heights(data: pd.DataFrame, x: str, y: str, *, log: bool, height: int) -> pd.Series:
+    """Where each line's `line` text goes beside its last point: at the point's `y`, moved up just enough that no
+    two labels ending at one x of one panel overlap (LABEL_GAP pixels apart on an axis `height` pixels tall over
+    the data's range, every panel sharing it); NaN on every other row. Two variants of one model that end
+    together would otherwise print its name twice over itself."""
+    ours = data[(data["source"] != "published") & data[x].notna() & (data[y] > 0 if log else data[y].notna())]
+    keys = ["panel", "run", "variant", "device", "line"]
+    ends = ours.loc[ours.groupby(keys, dropna=False)[x].idxmax()]
+    place = np.log10 if log else np.asarray
+    drawn = place(data[[y, "lo", "hi"]].stack().loc[lambda v: v > 0 if log else v.notna()].astype(float))
+    span = (np.ceil(drawn.max()) - np.floor(drawn.min()) if log else drawn.max() - drawn.min()) if len(drawn) else 0
+    gap = LABEL_GAP / height * (span or 1.0)
+    heights = pd.Series(np.nan, index=data.index)
+    for _, column in ends.groupby(["panel", x]):
+        at = pd.Series(place(column[y].astype(float)), index=column.index).sort_values()
+        moved = np.maximum.accumulate(at.to_numpy() - gap * np.arange(len(at))) + gap * np.arange(len(at))
+        heights[at.index] = 10 ** moved if log else moved
+    return heights
 
 
 def _scale(log: bool) -> alt.Scale:
@@ -693,7 +710,7 @@ def measured_and_predicted(data: pd.DataFrame, x: str, *, title: str, x_title: s
     if facet:  # two panels a row, sized to sit side by side in the page's column
         return layers.properties(width=330, height=240).facet(
             facet=alt.Facet(f"{facet}:N", title=None), columns=2).properties(title=title)
-    return layers.properties(title=title, height=300, autosize=FIT_WIDTH)
+    return layers.properties(title=title, height=CHART_HEIGHT, autosize=FIT_WIDTH)
 
 
 def _spanning(values: pd.Series) -> alt.Scale:

@@ -1,4 +1,5 @@
 """The chart grammar (core.charts), checked on the Vega-Lite specs the charts produce."""
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -199,6 +200,22 @@ def test_a_ratio_of_two_skewed_samples_is_bounded_by_their_quartiles():
     assert pair["ratio"] == pytest.approx(0.1)
     assert (pair["lo"], pair["hi"]) == pytest.approx((gpu_q1 / cpu_q3, gpu_q3 / cpu_q1))
     assert pair["lo"] > 0.1 / 100  # an even split of the CPU's IQR would have reached below zero
+
+
+def test_line_end_labels_that_would_overlap_are_moved_apart_and_others_stay_at_their_point():
+    ends = pd.DataFrame({"panel": "p", "run": "r", "device": "cpu", "source": "measured", "lo": None, "hi": None,
+                         "variant": ["as written", "tuned", "as written", "tuned", "as written"],
+                         "line": ["MNIST", "MNIST", "GRU", "GRU", "MNIST"],
+                         "batch": [512, 512, 512, 512, 64], "ms": [200.0, 210.0, 10.0, 11.0, 30.0]})
+    heights = charts.label_heights(ends, "batch", "ms", log=True, height=240)
+    assert heights.isna().tolist() == [False, False, False, False, True]  # an end per line; batch 64 is not one
+    decades = 3 - 1  # the data's range, 10 to 210 ms, rounded out to whole decades: 10 to 1,000
+    gap = charts.LABEL_GAP / 240 * decades
+    logs = np.log10(heights[:4].to_numpy())
+    assert logs[0] == pytest.approx(np.log10(200.0)) and logs[2] == pytest.approx(1.0)  # the lower of each pair
+    assert logs[1] - logs[0] == pytest.approx(gap) and logs[3] - logs[2] == pytest.approx(gap)  # moved up to clear
+    apart = ends.assign(ms=[200.0, 400.0, 10.0, 20.0, 30.0])
+    assert charts.label_heights(apart, "batch", "ms", log=True, height=240)[:4].tolist() == pytest.approx([200, 400, 10, 20])
 
 
 def test_two_runs_of_one_variant_give_two_lines_in_two_panels():
