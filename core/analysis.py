@@ -167,11 +167,21 @@ def _predicted_answer(claim: Claim, rows: pd.DataFrame, predicted: pd.DataFrame 
     except (NoFinding, KeyError, ValueError, TypeError, IndexError):
         return "", ""
     leaning = REPRODUCED if found.holds else NOT_REPRODUCED
-    where = " / ".join(dict.fromkeys(predicted["hardware"].dropna()))
+    where = _predicted_on(predicted)
     would = "would" if found.holds else "would not"
     text = _join(f"Predicted on {where} (a model, not a measurement): the claim {would} be reproduced.",
                  found.evidence, f"The model on {settings.this_host()}: {accuracy}." if accuracy else "")
     return text, leaning
+
+
+def _predicted_on(predicted: pd.DataFrame) -> str:
+    """The hardware predicted rows ran on: 'T4 driven by this machine's CPU'; where each run's GPU was driven by its
+    own machine's CPU, the GPU and how many CPUs."""
+    targets = list(dict.fromkeys(predicted["hardware"].dropna()))
+    gpus = list(dict.fromkeys(predicted["device_name"].dropna().str.removesuffix(" (predicted)")))
+    if len(targets) < 2 or len(gpus) != 1:
+        return " / ".join(targets)
+    return f"{gpus[0]} driven by each run's own CPU ({len(targets)} CPUs)"
 
 
 def referenced(claim: Claim, published: pd.DataFrame) -> pd.DataFrame:

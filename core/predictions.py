@@ -82,6 +82,27 @@ def standin_rows(records: list[dict], experiment: str, target: hardware.Target) 
     return pd.DataFrame(flat) if flat else pd.DataFrame(columns=[*results.BASE_COLUMNS, "provenance", "hardware"])
 
 
+def driver(record: dict) -> str:
+    """The CPU that drives the GPU predicted for a run, set against its measured CPU: the run's own machine's where
+    it has a calibrated profile (one CPU on both sides), else this machine's (hardware.THIS)."""
+    machine = record.get("machine_id")
+    if machine and machine != devices.fingerprint()["machine_id"] and profiles.load(machine) is not None:
+        return machine
+    return hardware.THIS
+
+
+def driven_rows(records: list[dict], experiment: str, gpu: str) -> pd.DataFrame:
+    """standin_rows of each record on the GPU named `gpu`, driven by the record's driver: a predicted GPU point is
+    set against the CPU its own run measured, so the CPU on both sides is one (driving every run's GPU with this
+    machine's CPU, say, would set it against other machines' CPUs and flip a host-bound verdict)."""
+    hosts: dict[str, list[dict]] = {}
+    for record in records:
+        if record["experiment"] == experiment:
+            hosts.setdefault(driver(record), []).append(record)
+    found = [standin_rows(mine, experiment, hardware.resolve(gpu, host=host)) for host, mine in hosts.items()]
+    return pd.concat(found, ignore_index=True) if found else standin_rows([], experiment, None)
+
+
 def _row(meta: dict, found: Predicted, target: hardware.Target) -> dict:
     prediction = found.prediction
     parts = dict(prediction.parts) if prediction else {}

@@ -8,7 +8,7 @@ import warnings
 import pandas as pd
 import streamlit as st
 
-from core import hardware, predictions, profiles, results, settings
+from core import predictions, profiles, results, settings
 from core import published as published_figures
 
 
@@ -76,13 +76,14 @@ def catalogue_accuracy() -> pd.DataFrame:
 @st.cache_data(show_spinner=False, max_entries=16)
 def _predicted_rows(signature: tuple, calibrated: tuple, experiment: str, target: str) -> pd.DataFrame:
     records = _load(signature)[0]
-    found = predictions.standin_rows(records, experiment, hardware.resolve(target, host="this"))
+    found = predictions.driven_rows(records, experiment, target)
     return predictions.with_twin_metrics(found[found["point_status"] == "ok"], results.rows_frame(records, experiment))
 
 
 def predicted_rows(experiment: str, target: str) -> pd.DataFrame:
-    """Every stand-in row of `experiment` predicted on the GPU named `target` driven by this machine's CPU
-    (predictions.standin_rows, the points predicted without error, with their twins' metrics)."""
+    """Every stand-in row of `experiment` predicted on the GPU named `target`, each run's driven by its own CPU
+    where its machine is calibrated (predictions.driven_rows, the points predicted without error, with their twins'
+    metrics)."""
     records()
     return _predicted_rows(_signature(), _profiles_signature(), experiment, target)
 

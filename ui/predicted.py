@@ -56,7 +56,8 @@ def gpu_picker(page: str | None) -> None:
                  help="The GPU whose predicted series the pages draw beside the measured ones. Until you pick "
                       "one, an experiment's page predicts the write-up's GPU.")
     target, problem = resolve(st.session_state[WIDGET])
-    st.caption(f"Predicted series: {target.title} (a model, not a measurement)." if target else problem)
+    st.caption(f"Predicted series: {target.gpu.title} (a model, not a measurement), driven by each run's own CPU "
+               f"where its machine is calibrated, else by {target.host.title}." if target else problem)
 
 
 def _keep_pick() -> None:
@@ -253,13 +254,14 @@ def section(experiment: experiments.Experiment, records: list[dict], found: Fore
         st.info(found.problem)
         return
     record = runs[0]
+    target = hardware.resolve(found.target.gpu.name, host=predictions.driver(record))
     measured, predicted = measured_cpu(record), with_per_unit(found.rows[found.rows["run_id"] == record["run_id"]])
     if predicted.empty:
-        st.info(f"The model could not predict any point of run {record['run_id']} on {found.target.title}.")
+        st.info(f"The model could not predict any point of run {record['run_id']} on {target.title}.")
         return
     params = swept(record)
     x = main_param(pd.concat([measured, predicted]), params)
-    labels = (measured_label(record), predicted_label(found.target))
+    labels = (measured_label(record), predicted_label(target))
     compared = compare(measured, predicted).assign(series=labels[1])
     if x:
         data = chart_frame(compared, labels[0], x, [p for p in params if p != x])
@@ -268,7 +270,7 @@ def section(experiment: experiments.Experiment, records: list[dict], found: Fore
             y_title=unit_text(data), facet="variant" if data["variant"].nunique() > 1 else None,
             tooltip=["variant", "CPU variant", "point"]), width="stretch")
     st.caption(f"One panel per variant a GPU would run. Dotted lines and hollow points are predicted on "
-               f"{found.target.title} by the cost model from each point's stand-in census (the workload built on "
+               f"{target.title} by the cost model from each point's stand-in census (the workload built on "
                f"the meta device), not measured; solid ones are {labels[0]} (run {record['run_id']}), the same "
                f"variant or, where the CPU runs none, the fastest CPU variant at that point. The model on "
                f"{settings.this_host()}: {found.accuracy}.")
@@ -288,17 +290,8 @@ def comparison_table(compared: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- the Predictions page's "Will a GPU help?" ----------------------------------------------------------------
-def driver(record: dict) -> str:
-    """The CPU that drives the GPUs predicted for a run, set against its measured CPU: the run's own machine's where
-    it has a calibrated profile (one CPU on both sides), else this machine's."""
-    machine = record.get("machine_id")
-    if machine and machine != devices.fingerprint()["machine_id"] and profiles.load(machine) is not None:
-        return machine
-    return hardware.THIS
-
-
 def driver_title(record: dict) -> str:
-    return hardware.device_named(driver(record), what="host").title
+    return hardware.device_named(predictions.driver(record), what="host").title
 
 
 def every_gpu(record: dict, measured: pd.DataFrame) -> pd.DataFrame:
@@ -306,7 +299,7 @@ def every_gpu(record: dict, measured: pd.DataFrame) -> pd.DataFrame:
     measured CPU time (compare), with `gpu` (its title) and `series` (its legend label)."""
     found = []
     for row in gpu_choices():
-        target = hardware.resolve(row["name"], host=driver(record))
+        target = hardware.resolve(row["name"], host=predictions.driver(record))
         found.append(compare(measured, predicted_gpu(record, target)).assign(
             gpu=row["title"], series=f"{row['title']} (predicted, not measured)"))
     return pd.concat(found, ignore_index=True)

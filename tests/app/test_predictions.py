@@ -94,7 +94,8 @@ def test_the_sidebar_picks_the_write_up_gpu_on_its_page_and_keeps_a_readers_pick
     at = render("streamlit_app.py")
     picker = at.sidebar.selectbox(key="predict-on-widget")
     assert picker.label == "Predict on" and picker.value == "a100-40gb-pcie"  # the catalogue's first by title
-    assert any("driven by this machine's CPU" in c.value for c in at.sidebar.caption)
+    assert any("driven by each run's own CPU where its machine is calibrated, else by this machine's CPU" in c.value
+               for c in at.sidebar.caption)
     at.switch_page("pages/cnn.py").run()
     cnn_gpu = hardware.writeup_target(experiments.get("cnn").source)[0].gpu.name
     assert at.sidebar.selectbox(key="predict-on-widget").value == cnn_gpu
@@ -274,7 +275,20 @@ def test_a_run_of_another_calibrated_machine_sets_its_measured_cpu_against_gpus_
     from ui import predicted
     records = results.load_records(shipped_results)
     elsewhere = next(r for r in records if r["machine_id"] == "intel-r-xeon-r-processor-8e260d9d" and r["standin"])
-    assert predicted.driver(elsewhere) == "intel-r-xeon-r-processor-8e260d9d"
+    assert predictions.driver(elsewhere) == "intel-r-xeon-r-processor-8e260d9d"
     assert "intel-r-xeon-r-processor-8e260d9d" in predicted.driver_title(elsewhere)
     uncalibrated = dict(elsewhere, machine_id="no-profile-here")
-    assert predicted.driver(uncalibrated) == "this"
+    assert predictions.driver(uncalibrated) == "this"
+
+
+def test_the_pages_predicted_rows_drive_each_runs_gpu_with_that_runs_own_cpu(shipped_results):
+    """An experiment page's predicted GPU rows, which its verdicts set against each run's measured CPU: each run's
+    GPU driven by its own machine's CPU. Driven by this machine's instead, iris's host-bound GPU came out faster
+    than a slower machine's CPU and slower than a faster one's, and the verdict took their median."""
+    here = devices.fingerprint()["machine_id"]
+    records = [r for r in results.load_records(shipped_results) if r["machine_id"] != here and r.get("standin")]
+    rows = predictions.driven_rows(records, "iris", "rtx-3080-ti")
+    machines = {r["run_id"]: r["machine_id"] for r in records if r["experiment"] == "iris"}
+    assert len(set(machines.values())) >= 2 and set(rows["run_id"]) == set(machines)
+    for run_id, hosts in rows.groupby("run_id")["hardware"].unique().items():
+        assert len(hosts) == 1 and hosts[0].startswith("RTX 3080 Ti driven by") and machines[run_id] in hosts[0]

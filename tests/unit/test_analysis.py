@@ -142,6 +142,19 @@ def test_a_verdict_that_needs_a_gpu_gives_the_predicted_answer_said_as_such():
     assert evaluate(claim, measured, pd.DataFrame()).prediction == ""
 
 
+def test_a_predicted_answer_from_gpus_driven_by_each_runs_own_cpu_says_so_once():
+    def gpu_faster(rows, figures):
+        found = analysis.require(analysis.speedups(rows), rows)
+        return Finding(bool((found["speedup"] > 1).all()), f"speedup {found['speedup'].median():.1f}x")
+    measured = frame(point("cpu", 4.0), point("cpu", 2.0, machine_id="m2", machine="m2", run_id="r2"))
+    predicted = frame(point("meta", 1.0), point("meta", 1.0, machine_id="m2", machine="m2", run_id="r2")).assign(
+        hardware=["T4 driven by this machine's CPU", "T4 driven by Xeon (m2)"], device_name="T4 (predicted)",
+        provenance="predicted")
+    verdict = evaluate(Claim("the GPU is faster", gpu_faster), measured, pd.DataFrame(), predicted)
+    assert verdict.prediction.startswith("Predicted on T4 driven by each run's own CPU (2 CPUs) (a model, not a "
+                                         "measurement): the claim would be reproduced. speedup 3.0x")
+
+
 def test_a_gpu_measured_without_its_machines_cpu_leaves_no_pair_and_the_predicted_answer_beside():
     def gpu_faster(rows, figures):
         found = analysis.require(analysis.speedups(rows), rows)

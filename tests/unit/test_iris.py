@@ -199,6 +199,10 @@ def test_the_cpu_and_gpu_are_paired_only_on_one_machine_and_configuration():
     assert EXP.verdicts(other_config, FIGURES)[0].outcome == NO_DATA
     verdict = EXP.verdicts(same, FIGURES)[0]
     assert verdict.outcome == REPRODUCED and "4.00x the CPU's time" in verdict.evidence
+    assert "CPU (on m1): 100 µs per epoch" in verdict.evidence  # the machine it was, never "here" for any
+    two = hand_rows([every_epoch("cpu"), every_epoch("cuda:0", us=400.0),
+                     every_epoch("cpu", machine_id="m2", us=300.0) | {"machine": "m2"}], ("log_every",))
+    assert "CPU (median over 2 machines): 200 µs per epoch" in EXP.verdicts(two, FIGURES)[0].evidence
 
 
 def test_a_repeated_run_does_not_double_the_per_device_tables(swept):

@@ -106,7 +106,9 @@ def gpu_over_cpu(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     if every.empty:
         raise NoFinding(NO_DATA, "No as-written run reading the loss every epoch yet.")
     cpu = every[every["device"] == "cpu"]
-    cpu_text = (f"CPU here: {cpu['us_per_epoch'].median():.0f} µs per epoch, "
+    machines = cpu["machine"].unique()
+    which = f"on {machines[0]}" if len(machines) == 1 else f"median over {len(machines)} machines"
+    cpu_text = (f"CPU ({which}): {cpu['us_per_epoch'].median():.0f} µs per epoch, "
                 f"{cpu['seconds_per_20k_epochs'].median():.2f} s per {PAPER_EPOCHS:,} epochs." if len(cpu)
                 else "No CPU run.")
     pairs = analysis.require(analysis.speedups(every, "us_per_epoch"), rows, cpu_text)
