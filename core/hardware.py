@@ -331,8 +331,35 @@ def from_profile(profile: dict, device: str) -> Device:
     name, title = _calibrated_names(profile, device)
     memory = {MEMORY: g["memory_gib"] for g in profile["fingerprint"]["gpus"] if g.get("device") == device
               and costmodel.is_positive(g.get("memory_gib"))}  # a hand-made fingerprint may lack it
-    return _section_device(name, title, kind, sections[device] | memory,
-                           f"calibrated on {machine} {profile['taken'][:10]}", machine)
+    found = _section_device(name, title, kind, sections[device] | memory,
+                            f"calibrated on {machine} {profile['taken'][:10]}", machine)
+    twin = catalogue_twin(profile, device)
+    if twin is None or not twin.has("matmul_flops"):
+        return found
+    rate = _past_probes(found.figures["matmul_flops"], twin.figures["matmul_flops"], twin.title)
+    return replace(found, figures={**found.figures, "matmul_flops": rate})
+
+
+def catalogue_twin(profile: dict, device: str) -> Device | None:
+    """The catalogue's entry for the model of a profile's GPU `device` (by the name its fingerprint gives: 'NVIDIA
+    H200' is the catalogue's H200), None for a CPU or a GPU the catalogue does not list."""
+    name = next((g.get("name") for g in profile["fingerprint"]["gpus"] if g.get("device") == device), None)
+    book = catalogue()
+    key = book.names.get(_spelling(name)) if name else None
+    return book.devices[key] if key else None
+
+
+def _past_probes(own: Figure, theirs: Figure, title: str) -> Figure:
+    """A calibrated GPU's matrix-product rate with, past its largest probe, the catalogue's figures for its model at
+    those sizes (at least the largest probe's rate): a GPU's probes stop while a product is still mostly its launch
+    (a quick calibration's at 256x256 or 1024x1024), and that probe's rate held to any size would price a 4096x4096
+    product 30 times its time on the GPU that measured both (an H200 at 256 and 4096)."""
+    largest, rate = own.value[-1]
+    beyond = tuple((flops, max(theirs_rate, rate)) for flops, theirs_rate in theirs.value if flops > largest)
+    if not beyond:
+        return own
+    return replace(own, value=own.value + beyond, note=f"{own.note}; past its largest probe ({largest:.3g} FLOPs), "
+                   f"the catalogue's {title} ({theirs.citation}), at least that probe's rate")
 
 
 def unmeasured(device: Device) -> list[str]:

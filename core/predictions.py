@@ -353,10 +353,13 @@ def quick_profile_text(machine_id: str, device: str) -> str:
         return ""
     quick, full = max(map(int, figures["matmul_flops"])), calibrate.FULL.matmul_sizes[devices.kind(device)][-1]
     uncollected = not set(costmodel.COLLECTION_FIGURES) <= set(profile["cpu"])
+    twin = hardware.catalogue_twin(profile, device)
+    larger = (f"at the catalogue's {twin.title} rate for its size (at least that size's rate)" if twin else
+              "at that size's rate")
     return (f"Its profile is a quick calibration (calibrate --quick: one pass, fewer sizes). On {device} it timed "
-            f"matrix products up to {quick}x{quick}, and the model prices a larger one at that size's rate, so its "
-            f"larger compute-bound points check the quick profile more than the model; a full calibration on that "
-            f"machine (python -m core calibrate) times them up to {full}x{full}." +
+            f"matrix products up to {quick}x{quick}, and the model prices a larger one {larger}, so its "
+            f"larger compute-bound points check the {'catalogue' if twin else 'quick profile'} more than the model; "
+            f"a full calibration on that machine (python -m core calibrate) times them up to {full}x{full}." +
             (" It holds no figures for the DataLoader's full garbage collections (a quick calibration's passes are "
              "too short to see one), so the model spreads them over every loader sample instead of pricing those a "
              "sample's median sees."

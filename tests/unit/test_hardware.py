@@ -327,6 +327,24 @@ def test_a_gpu_that_measured_its_replay_and_enqueue_costs_uses_them(results_dir)
         hardware.from_profile(profile, "cuda:1")
 
 
+def test_a_calibrated_gpu_the_catalogue_lists_takes_its_matmul_rate_past_its_largest_probe_from_the_catalogue():
+    profile = made_profile("t4-machine", gpus=("cuda:0", "cuda:1"))
+    profile["fingerprint"]["gpus"][0]["name"] = "Tesla T4"  # an alias of the catalogue's T4; cuda:1 is unknown
+    for gpu in profile["gpus"].values():
+        gpu["matmul_flops"] = {"64": 1e10, "1024": 1e12}  # still mostly its launch at its largest probe
+    listed, unknown = (hardware.from_profile(profile, device) for device in ("cuda:0", "cuda:1"))
+    t4 = hardware.catalogue().devices["t4"].figures["matmul_flops"]
+    largest = 2 * 1024**3  # the profile's largest probe: 1024x1024 at 1e12 FLOP/s
+    at = [listed.value("matmul_flops", flops=largest), unknown.value("matmul_flops", flops=largest)]
+    assert at == pytest.approx([1e12, 1e12])
+    beyond = [(flops, rate) for flops, rate in t4.value if flops > largest]
+    assert beyond and all(rate > 1e12 for _, rate in beyond)
+    assert [listed.value("matmul_flops", flops=flops) for flops, _ in beyond] == pytest.approx([r for _, r in beyond])
+    assert unknown.value("matmul_flops", flops=beyond[-1][0]) == pytest.approx(1e12)  # no entry: the probe's rate
+    assert "past its largest probe" in listed.figures["matmul_flops"].note and "T4" in listed.figures["matmul_flops"].note
+    assert hardware.catalogue_twin(profile, "cuda:0").name == "t4" and hardware.catalogue_twin(profile, "cpu") is None
+
+
 def test_a_gpu_s_memory_is_the_catalogue_s_or_what_pytorch_reported_on_its_machine():
     catalogue = hardware.catalogue().devices
     assert all(d.has("memory_gib") for d in catalogue.values() if d.kind == "gpu")
