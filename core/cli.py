@@ -70,9 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--on", action="append", metavar="HARDWARE",
                          help="where to predict (repeatable): a catalogue name, 'this' (this machine's calibrated "
                               "CPU), 'this:cuda:N', a calibrated machine id; 'list' lists them. Default: this "
-                              "machine and the write-up's GPU (with --model: the --host CPU and every catalogue GPU; "
-                              "GPUs named alone are compared with the --host CPU)")
-    predict.add_argument("--host", default="this", help="the CPU that drives a GPU (default: this machine's)")
+                              "machine and the write-up's GPU driven by the write-up's CPU (with --model: the --host "
+                              "CPU and every catalogue GPU; GPUs named alone are compared with the --host CPU)")
+    predict.add_argument("--host", default="this", help="the CPU that drives a GPU named with --on (default: this "
+                                                        "machine's)")
     predict.add_argument("--preset", help="smoke, quick (default) or paper")
     predict.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
     predict.add_argument("--model", metavar="FILE.py:BUILD_FN", help="your own model: a function returning an nn.Module")
@@ -298,16 +299,21 @@ def cmd_predict(args) -> int:
             predicted = predictions.predict_points(exp, config, target, progress=lambda point: bar.update(),
                                                    censuses=censuses)
         found.append((target, predicted))
+        if not args.json:  # each target's lines as soon as they are known: a census of many points takes a while
+            _print_predicted(f"{exp.name} ({preset})", target, predicted, config["variants"])
     if args.json:
         print(json.dumps([p.to_dict(target) for target, predicted in found for p in predicted], indent=1))
-        return 0
-    for target, predicted in found:
-        print(f"{exp.name} ({preset}) predicted on {target.title}:")
-        if not predicted:
-            print(f"  no point of this configuration runs on it (its variants: {', '.join(config['variants'])})")
-        for p in predicted:
-            print(f"  {p.point.variant} {results.point_text(p.point.params)}".rstrip() + f": {_prediction_text(p)}")
     return 0
+
+
+def _print_predicted(what: str, target: hardware.Target, predicted: list[predictions.Predicted],
+                     variants: list[str]) -> None:
+    print(f"{what} predicted on {target.title}:")
+    if not predicted:
+        print(f"  no point of this configuration runs on it (its variants: {', '.join(variants)})")
+    for p in predicted:
+        print(f"  {p.point.variant} {results.point_text(p.point.params)}".rstrip() + f": {_prediction_text(p)}",
+              flush=True)
 
 
 def _predict_job(args) -> str:

@@ -137,6 +137,17 @@ def test_an_experiment_on_this_machine_prints_each_point(capsys, calibrated):
     assert "torch cpu size=8:" in out and "torch cpu size=16:" in out and " per " in out
 
 
+def test_each_targets_lines_are_printed_before_the_next_targets_census_is_taken(capsys, calibrated, monkeypatch):
+    from core import predictions
+    printed_before = []
+    predict = predictions.predict_points
+    monkeypatch.setattr(predictions, "predict_points", lambda *args, **kwargs: printed_before.append(
+        capsys.readouterr().out) or predict(*args, **kwargs))
+    assert main(["predict", "matmul", "--on", "this", "--on", "t4", "--preset", "smoke", "--set", "sizes=8"]) == 0
+    assert printed_before[0] == "" and "predicted on this machine's CPU:" in printed_before[1]
+    assert "predicted on T4 driven by this machine's CPU:" in capsys.readouterr().out
+
+
 def test_bad_hardware_and_a_missing_profile_are_clean_errors(capsys, results_dir):
     assert main(["predict", "matmul", "--on", "nosuchgpu"]) == 2
     err = capsys.readouterr().err
