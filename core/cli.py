@@ -344,8 +344,11 @@ def _print_accuracy(as_json: bool) -> int:
     records = results.load_records()
     repeats = predictions.repeatability(records)
     frame = predictions.with_repeats(predictions.accuracy(records), repeats)
-    if as_json:
-        print(frame.to_json(orient="records", indent=1))
+    catalogue = predictions.catalogue_accuracy(records)
+    if as_json:  # each point checked with its machine's own profile, then with the catalogue's entry for its GPU
+        checked = pd.concat([frame.assign(predicted_with="its machine's profile"),
+                             catalogue.assign(predicted_with="the catalogue")], ignore_index=True)
+        print(checked.to_json(orient="records", indent=1))
         return 0
     here = devices.fingerprint()["machine_id"]
     for (machine, machine_id, device), part in frame.groupby(["machine", "machine_id", "device"]):
@@ -368,7 +371,7 @@ def _print_accuracy(as_json: bool) -> int:
                 else f"; the run before measured {seconds_text(row['measured_before_s'])}")
             print(f"  {row['experiment']} {row['variant']} {row['point']}: measured {seconds_text(row['measured_s'])}, "
                   f"predicted {seconds_text(row['predicted_s'])} (x{row['ratio']:.2f}{again})")
-    for row in predictions.catalogue_summary(predictions.catalogue_accuracy(records)).itertuples():
+    for row in predictions.catalogue_summary(catalogue).itertuples():
         print(f"The catalogue's {row.hardware}, against that machine's measured GPU: {row.points} points, median "
               f"predicted/measured {row.median_ratio:.2f}, {row.share_within:.0%} within {predictions.WITHIN:g}x, "
               f"{row.share_within_2x:.0%} within 2x, worst {row.worst_ratio:.2f}")

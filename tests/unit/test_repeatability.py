@@ -58,3 +58,6 @@ def test_predict_accuracy_says_how_far_the_shipped_measurements_repeat(shipped_r
     assert main(["predict", "--accuracy", "--json"]) == 0
     checked = json.loads(capsys.readouterr().out)
     assert {"run_id", "measured_before_s", "runs_apart"} <= set(checked[0])
+    by = {row["predicted_with"] for row in checked}
+    assert by == {"its machine's profile", "the catalogue"}  # the H200 machines' GPUs, by the catalogue's H200 too
+    assert all(row["hardware"].startswith("H200 driven by") for row in checked if row["predicted_with"] == "the catalogue")
