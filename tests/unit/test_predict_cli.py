@@ -216,6 +216,22 @@ def test_your_own_model_is_timed_here_beside_its_prediction_with_check(capsys, c
             in capsys.readouterr().err)
 
 
+def test_a_noisy_check_says_so_and_to_time_it_again(capsys, calibrated, model_file, monkeypatch):
+    from torch.utils import benchmark
+    def measured(times):
+        return benchmark.Measurement(number_per_run=1, raw_times=times, task_spec=benchmark.TaskSpec("call()", "",
+                                                                                                      num_threads=1))
+    argv = ["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this", "--check"]
+    monkeypatch.setattr(ownmodel, "measure", lambda *args: measured([1e-3, 1e-3, 1.01e-3, 0.1, 0.1]))
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["measured_noisy"] is True
+    assert main(argv) == 0
+    assert "noisy (its IQR 98 times its median): time it again when the machine is idle" in capsys.readouterr().out
+    monkeypatch.setattr(ownmodel, "measure", lambda *args: measured([1e-3, 1e-3, 1.01e-3, 1.02e-3, 1e-3]))
+    assert main(argv) == 0
+    assert "noisy" not in capsys.readouterr().out
+
+
 def test_your_own_model_on_a_gpu_alone_is_also_predicted_on_the_cpu_that_drives_it(capsys, calibrated, model_file):
     assert main(["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "t4", "--json"]) == 0
     cpu, gpu = json.loads(capsys.readouterr().out)
