@@ -271,10 +271,10 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
         entry = {"device": target.name, "hardware": target.title, "variant": "training step" if train else "forward",
                  "params": {"input": given.text}, "predicted_s": prediction.seconds,
                  "parts": prediction.parts, "notes": list(prediction.notes)}
-        if on_gpu and target.gpu.has(hardware.MEMORY):
-            entry |= {"memory_needed_gib": needed(given.shape[0]) / GIB,
-                      "memory_gib": target.gpu.value(hardware.MEMORY),
-                      "fits": fits(given.shape[0], target.gpu)}
+        memory = _memory_gib(target)
+        if memory is not None:
+            entry |= {"memory_needed_gib": needed(given.shape[0]) / GIB, "memory_gib": memory,
+                      "fits": needed(given.shape[0]) <= memory * GIB}
         if on_gpu and cpu is not None:
             sweep = [(b, costmodel.predict(census_at(b, False), cpu).seconds,
                       costmodel.predict(census_at(b, True), target).seconds) for b in SWEEP
@@ -294,6 +294,14 @@ def memory_needed(model: torch.nn.Module, found: dict, train: bool) -> float:
     trained = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad) if train else 0
     state = weights + (TRAINING_COPIES - 1) * trained + sum(b.numel() * b.element_size() for b in model.buffers())
     return max(state, max((_largest_input(op) for op in found["ops"]), default=0))
+
+
+def _memory_gib(target: hardware.Target) -> float | None:
+    """The memory one call must fit in: its GPU's; for this machine's CPU, this machine's (psutil's total); None
+    where it is not known (a catalogue CPU, another machine's)."""
+    if target.gpu is not None:
+        return target.gpu.value(hardware.MEMORY) if target.gpu.has(hardware.MEMORY) else None
+    return psutil.virtual_memory().total / GIB if target.host.machine == devices.fingerprint()["machine_id"] else None
 
 
 def _largest_input(op: dict) -> float:
@@ -335,10 +343,11 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
             line += f"; {_measured_text(entry)}"
         if entry.get("fits") is False:
             line += (f"; would not fit: one call needs at least {entry['memory_needed_gib']:.3g} GiB on it at once, "
-                     f"and it has {entry['memory_gib']:g} GiB")
+                     f"and it has {entry['memory_gib']:.3g} GiB")
         if "crossover_batch" in entry:
             batch, up_to, cpu = entry["crossover_batch"], entry["crossover_up_to"], entry["crossover_against"]
-            line += (f"; faster than {cpu} from batch {batch:,}" if batch else
+            fitting = "at the batches that fit, " if entry.get("fits") is False else ""
+            line += (f"; {fitting}faster than {cpu} from batch {batch:,}" if batch else
                      f"; not faster than {cpu} at any batch up to {up_to:,}" if up_to else
                      "; no batch of the crossover sweep fits in its memory")
         lines.append(line)

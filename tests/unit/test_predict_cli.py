@@ -345,7 +345,22 @@ def test_your_own_model_too_large_for_a_gpu_s_memory_is_said_not_to_fit_there(ca
     needed = f"{t4['memory_needed_gib']:.3g} GiB"  # the input, which the first Linear takes whole: 31.3
     assert "T4 driven by this machine's CPU" in out and f"would not fit: one call needs at least {needed}" in out
     assert "and it has 16 GiB" in out
-    assert out.count("would not fit") == 1  # the H100's line has room
+    assert [line.split(":")[0] for line in out.splitlines() if "driven by" in line and "would not fit" in line] == [
+        "  T4 driven by this machine's CPU"]  # the H100's line has room
+
+
+def test_your_own_model_too_large_for_this_machine_s_memory_is_said_not_to_fit_here(capsys, calibrated, model_file,
+                                                                                    monkeypatch):
+    import types
+    monkeypatch.setattr(ownmodel.psutil, "virtual_memory", lambda: types.SimpleNamespace(total=8 * 2**30,
+                                                                                        available=6 * 2**30))
+    argv = ["predict", "--model", f"{model_file}:build", "--input", "100000000x84", "--on", "this", "--on", "typical-cpu"]
+    assert main([*argv, "--json"]) == 0
+    here, typical = json.loads(capsys.readouterr().out)
+    assert here["fits"] is False and here["memory_gib"] == 8 and here["memory_needed_gib"] > 31
+    assert "fits" not in typical  # a catalogue CPU's memory is not known
+    assert main(argv) == 0
+    assert "this machine's CPU: " in (out := capsys.readouterr().out) and "and it has 8 GiB" in out
 
 
 def test_the_crossover_sweep_compares_only_the_batches_that_fit_in_the_gpu_s_memory(capsys, calibrated, model_file,
