@@ -463,8 +463,15 @@ def _calibrated(machine: str | None, device: str, what: str) -> Device:
         raise HardwareError(f"{what}: '{_clip(machine, 60)}' is no machine id; known: {_known_names()}")
     profile = _profile(machine)
     if profile is None:
-        raise HardwareError(f"{what}: {profiles.missing_message(None if machine is None else _clip(machine, 60))}")
+        instead = (f", or drive the GPU with a catalogue CPU ({', '.join(_catalogue_cpus())})"
+                   if what == "host" and machine is None else "")
+        raise HardwareError(f"{what}: {profiles.missing_message(None if machine is None else _clip(machine, 60))}"
+                            f"{instead}")
     return from_profile(profile, device)
+
+
+def _catalogue_cpus() -> list[str]:
+    return [f"--host {d.name}" for d in catalogue().devices.values() if d.kind == "cpu"]
 
 
 def _profile(machine: str | None) -> dict | None:

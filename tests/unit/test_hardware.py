@@ -418,8 +418,10 @@ def test_this_machine_without_a_profile_is_told_to_calibrate(results_dir):
         with pytest.raises(hardware.HardwareError, match="no calibrated profile for this machine: run `python -m core "
                                                          "calibrate`"):
             hardware.resolve(name)
-    with pytest.raises(hardware.HardwareError, match="host: no calibrated profile for this machine"):
+    with pytest.raises(hardware.HardwareError, match="host: no calibrated profile for this machine") as refused:
         hardware.resolve("t4")
+    assert "or drive the GPU with a catalogue CPU (--host i9-12900kf, " in str(refused.value)
+    assert hardware.resolve("t4", host="typical-cpu").host.name == "typical-cpu"  # what it offers works
 
 
 def test_each_name_form_resolves(this_profile):
