@@ -384,8 +384,8 @@ def _print_accuracy(as_json: bool) -> int:
 def _validate_writeups(as_json: bool) -> int:
     with tqdm(desc="write-up figures", unit="census", disable=None, file=sys.stderr) as bar:
         frame = writeups.validate(progress=lambda *_: bar.update())
-    if not settings.read_only():
-        print(f"saved: {writeups.save(frame)}", file=sys.stderr)
+    print(f"saved: {writeups.save(frame)}" if not settings.read_only() else
+          "not saved: this instance is read-only (the Predictions page keeps the validation it has)", file=sys.stderr)
     print(frame.to_json(orient="records", indent=1) if as_json else writeups.report_text(frame))
     return 0
 

@@ -130,6 +130,22 @@ def test_validate_gives_the_ratio_by_hand_and_takes_each_census_once(stubbed):
     assert len(iris_200) == 1
 
 
+@pytest.mark.parametrize("read_only", [False, True])
+def test_predict_writeups_says_where_it_saved_or_that_a_read_only_instance_saves_nothing(
+        stubbed, results_dir, monkeypatch, capsys, read_only):
+    from core.cli import main
+    take, _ = stubbed
+    validate = writeups.validate
+    monkeypatch.setattr(writeups, "validate", lambda progress=None: validate(progress, take, only=["iris-total.gpu"]))
+    if read_only:
+        monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    assert main(["predict", "--writeups"]) == 0
+    err = capsys.readouterr().err
+    saved = list(results_dir.glob("*/predictions/writeups.json"))
+    assert (saved == []) == read_only
+    assert ("not saved: this instance is read-only" in err) == read_only and ("saved: " in err)
+
+
 def test_validate_extrapolates_the_jacobian_exactly_through_its_time_model(stubbed):
     take, _ = stubbed
     frame = writeups.validate(take=take, only=["jacobian-wall.cpu.val1000", "jacobian-wall.gpu.val100"])
