@@ -31,6 +31,9 @@ def main(argv: list[str] = None) -> int:
     except BrokenPipeError:  # the reader went away (`python -m core list | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:  # Ctrl-C; a run has kept its finished points and said so before it gets here
+        print("\ninterrupted", file=sys.stderr)
+        return 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -323,7 +326,7 @@ def _predict_job(args) -> str:
     jobs = [job for job, asked in (("--on list", listing), ("--accuracy", args.accuracy), ("--writeups", args.writeups),
                                    ("--model", args.model is not None)) if asked]
     if len(jobs) > 1:
-        raise ConfigError(jobs[1], f"is a job of its own, as {jobs[0]} is: give one of them")
+        raise ConfigError(jobs[1], f"{jobs[0]} and {jobs[1]} are two jobs: give one of them")
     given = {"experiment": args.experiment is not None, "--set": bool(args.set), "--preset": args.preset is not None,
              "--on": bool(args.on) and not (listing and len(args.on) == 1), "--host": args.host != hardware.THIS,
              "--input": args.input is not None, "--train": args.train, "--check": args.check}
@@ -405,7 +408,7 @@ def _print_catalogue(as_json: bool) -> int:
 def _prediction_text(p: predictions.Predicted) -> str:
     if p.prediction is None:
         return f"no prediction: {p.error}"
-    unit = f" per {call_text(p.unit, p.per_call)}" if p.unit else ""
+    unit = f" per {p.unit if p.per_call == 1 else call_text(p.unit, p.per_call)}" if p.unit else ""
     return f"{seconds_text(p.prediction.seconds)}{unit} ({costmodel.shares_text(p.prediction.parts, p.prediction.seconds)})"
 
 

@@ -392,8 +392,8 @@ def by_bound(frame: pd.DataFrame) -> pd.DataFrame:
 
 def bound_text(frame: pd.DataFrame) -> str:
     """'host-bound 41 points: median 0.94, 76% within 1.5x; mixed ...'."""
-    return "; ".join(f"{row.bound} {row.points} points: median {row.median_ratio:.2f}, {row.share_within:.0%} within "
-                     f"{WITHIN:g}x" for row in by_bound(frame).itertuples())
+    return "; ".join(f"{row.bound} {row.points} point{'s' * (row.points != 1)}: median {row.median_ratio:.2f}, "
+                     f"{row.share_within:.0%} within {WITHIN:g}x" for row in by_bound(frame).itertuples())
 
 
 def summary(frame: pd.DataFrame) -> dict:

@@ -132,10 +132,12 @@ def main_param(frame: pd.DataFrame, params: list[str]) -> str | None:
 
 
 def line_text(frame: pd.DataFrame, others: list[str]) -> pd.Series:
-    """The swept parameters besides the chart's x, as one label per row ('' when there are none)."""
+    """The swept parameters besides the chart's x that a row has, as one label per row ('' when it has none: a
+    variant that does not take them)."""
     if not others:
         return pd.Series("", index=frame.index)
-    return frame.apply(lambda row: " ".join(f"{p}={_value(row.get(p))}" for p in others), axis=1)
+    return frame.apply(lambda row: " ".join(f"{p}={_value(row.get(p))}" for p in others if _value(row.get(p)) != "-"),
+                       axis=1)
 
 
 def _value(value) -> str:

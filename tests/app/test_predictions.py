@@ -292,3 +292,9 @@ def test_the_pages_predicted_rows_drive_each_runs_gpu_with_that_runs_own_cpu(shi
     assert len(set(machines.values())) >= 2 and set(rows["run_id"]) == set(machines)
     for run_id, hosts in rows.groupby("run_id")["hardware"].unique().items():
         assert len(hosts) == 1 and hosts[0].startswith("RTX 3080 Ti driven by") and machines[run_id] in hosts[0]
+
+
+def test_a_rows_label_names_only_the_swept_parameters_it_has():
+    from ui import predicted
+    frame = pd.DataFrame({"call": ["model(x)", None], "hook": [True, None], "size": [2.0, 3.0]})
+    assert predicted.line_text(frame, ["call", "hook", "size"]).tolist() == ["call=model(x) hook=True size=2", "size=3"]

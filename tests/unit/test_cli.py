@@ -204,3 +204,11 @@ def test_a_run_line_names_the_largest_part_or_says_why_it_has_no_split():
 def test_an_empty_name_is_refused_naming_the_field(capsys, results_dir, argv, field):
     assert main(argv) == 2
     assert capsys.readouterr().err.startswith(f"error: {field}: ")
+
+
+def test_ctrl_c_outside_a_run_ends_the_command_with_a_word_not_a_traceback(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "cmd_info", interrupted)
+    assert cli.main(["info"]) == 130
+    assert capsys.readouterr().err == "\ninterrupted\n"
