@@ -176,12 +176,12 @@ def _predicted_answer(claim: Claim, rows: pd.DataFrame, predicted: pd.DataFrame 
 
 def _predicted_on(predicted: pd.DataFrame) -> str:
     """The hardware predicted rows ran on: 'T4 driven by this machine's CPU'; where each run's GPU was driven by its
-    own machine's CPU, the GPU and how many CPUs."""
+    own machine's CPU, the GPU and how many machines."""
     targets = list(dict.fromkeys(predicted["hardware"].dropna()))
     gpus = list(dict.fromkeys(predicted["device_name"].dropna().str.removesuffix(" (predicted)")))
     if len(targets) < 2 or len(gpus) != 1:
         return " / ".join(targets)
-    return f"{gpus[0]} driven by each run's own CPU ({len(targets)} CPUs)"
+    return f"{gpus[0]} driven by each of {len(targets)} machines' own CPU"
 
 
 def referenced(claim: Claim, published: pd.DataFrame) -> pd.DataFrame:

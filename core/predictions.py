@@ -241,11 +241,13 @@ def _catalogue_target(record: dict, device: str) -> hardware.Target | None:
 
 
 def catalogue_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """summary() of catalogue_accuracy() per catalogue GPU (its `hardware`), with the share within 2x beside."""
-    found = [{"hardware": name, **summary(part), "share_within_2x": float((off_by(part["ratio"]) <= 2).mean())}
-             for name, part in frame.groupby("hardware")]
-    return pd.DataFrame(found, columns=["hardware", "points", "median_ratio", "worst_ratio", "share_within",
-                                        "share_within_2x"])
+    """summary() of catalogue_accuracy() per catalogue GPU (its `hardware`) and the machine that measured it, with
+    the share within 2x beside."""
+    found = [{"machine_id": machine, "hardware": name, **summary(part),
+              "share_within_2x": float((off_by(part["ratio"]) <= 2).mean())}
+             for (machine, name), part in frame.groupby(["machine_id", "hardware"])]
+    return pd.DataFrame(found, columns=["machine_id", "hardware", "points", "median_ratio", "worst_ratio",
+                                        "share_within", "share_within_2x"])
 
 
 def within(ratio: float) -> bool:

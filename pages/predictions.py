@@ -126,7 +126,8 @@ if not catalogue.empty:
                 "machine in the results has a GPU the catalogue lists, that entry predicts the GPU's measured points, "
                 "driven by the machine's own calibrated CPU: how far the catalogue's figures carry for that GPU.")
     _summary_table(predictions.catalogue_summary(catalogue),
-                   hardware=st.column_config.TextColumn("Catalogue entry (predicted)", width="large"),
+                   machine_id=st.column_config.TextColumn("Machine that measured"),
+                   hardware=st.column_config.TextColumn("Catalogue entry (predicted)", width="medium"),
                    points=st.column_config.NumberColumn("Measured points"), share_within_2x=_share_column("Within 2x"))
     with st.expander("Every point the catalogue predicted"):
         st.dataframe(catalogue, hide_index=True, column_order=["experiment", "machine", "device_name", "variant", "point",

@@ -242,6 +242,7 @@ def test_the_catalogue_entry_of_a_measured_gpu_is_checked_against_it_on_the_page
     expected = predictions.catalogue_summary(predictions.catalogue_accuracy(results.load_records()))
     assert table["hardware"].tolist() == expected["hardware"].tolist() and table["hardware"].str.startswith("H200").all()
     assert table["points"].tolist() == expected["points"].tolist()
+    assert table["machine_id"].tolist() == [H200_HOST]  # the id two machines' alike titles are told apart by
 
 
 def test_a_predicted_gpu_quotes_the_models_check_against_the_gpus_that_measured(made, results_dir):

@@ -151,7 +151,7 @@ def test_a_predicted_answer_from_gpus_driven_by_each_runs_own_cpu_says_so_once()
         hardware=["T4 driven by this machine's CPU", "T4 driven by Xeon (m2)"], device_name="T4 (predicted)",
         provenance="predicted")
     verdict = evaluate(Claim("the GPU is faster", gpu_faster), measured, pd.DataFrame(), predicted)
-    assert verdict.prediction.startswith("Predicted on T4 driven by each run's own CPU (2 CPUs) (a model, not a "
+    assert verdict.prediction.startswith("Predicted on T4 driven by each of 2 machines' own CPU (a model, not a "
                                          "measurement): the claim would be reproduced. speedup 3.0x")
 
 
