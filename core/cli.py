@@ -301,11 +301,12 @@ def cmd_predict(args) -> int:
                   file=sys.stderr) as bar:
             predicted = predictions.predict_points(exp, config, target, progress=lambda point: bar.update(),
                                                    censuses=censuses)
-        found.append((target, predicted))
-        if not args.json:  # each target's lines as soon as they are known: a census of many points takes a while
+        if args.json:
+            found += [p.to_dict(target) for p in predicted]
+        else:  # each target's lines as soon as they are known: a census of many points takes a while
             _print_predicted(f"{exp.name} ({preset})", target, predicted, config["variants"])
     if args.json:
-        print(json.dumps([p.to_dict(target) for target, predicted in found for p in predicted], indent=1))
+        print(json.dumps(found, indent=1))
     return 0
 
 
