@@ -85,6 +85,7 @@ class Figure:
     assumption: bool
     note: str
     citation: str = ""
+    beyond: tuple[tuple[float, float], ...] = ()  # a sized figure's points past its own, from another source (noted)
 
     @property
     def keyed(self) -> bool:
@@ -96,12 +97,13 @@ class Figure:
 
     def at(self, flops: float = None) -> float | dict[str, float]:
         """The value (a keyed one's {key: value}); a sized one at `flops` per call, interpolated log-log between
-        its sizes and clamped at its ends, or at its largest size when `flops` is None."""
+        its sizes (and those `beyond` them) and clamped at its ends, or at its own largest size when `flops` is
+        None."""
         if not self.sized:
             return self.value
         if flops is None:
             return self.value[-1][1]
-        return costmodel.loglog(self.value, flops)
+        return costmodel.loglog(self.value + self.beyond, flops)
 
 
 @dataclass(frozen=True)
@@ -358,8 +360,8 @@ def _past_probes(own: Figure, theirs: Figure, title: str) -> Figure:
     beyond = tuple((flops, max(theirs_rate, rate)) for flops, theirs_rate in theirs.value if flops > largest)
     if not beyond:
         return own
-    return replace(own, value=own.value + beyond, note=f"{own.note}; past its largest probe ({largest:.3g} FLOPs), "
-                   f"the catalogue's {title} ({theirs.citation}), at least that probe's rate")
+    return replace(own, beyond=beyond, note=f"{own.note}; past its largest probe ({largest:.3g} FLOPs), the "
+                   f"catalogue's {title} ({theirs.citation}), at least that probe's rate")
 
 
 def unmeasured(device: Device) -> list[str]:

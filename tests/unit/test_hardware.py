@@ -341,6 +341,7 @@ def test_a_calibrated_gpu_the_catalogue_lists_takes_its_matmul_rate_past_its_lar
     assert beyond and all(rate > 1e12 for _, rate in beyond)
     assert [listed.value("matmul_flops", flops=flops) for flops, _ in beyond] == pytest.approx([r for _, r in beyond])
     assert unknown.value("matmul_flops", flops=beyond[-1][0]) == pytest.approx(1e12)  # no entry: the probe's rate
+    assert listed.value("matmul_flops") == 1e12  # its own largest figure, as --on list shows it: the measured one
     assert "past its largest probe" in listed.figures["matmul_flops"].note and "T4" in listed.figures["matmul_flops"].note
     assert hardware.catalogue_twin(profile, "cuda:0").name == "t4" and hardware.catalogue_twin(profile, "cpu") is None
 
