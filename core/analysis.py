@@ -175,13 +175,14 @@ def _predicted_answer(claim: Claim, rows: pd.DataFrame, predicted: pd.DataFrame 
 
 
 def _predicted_on(predicted: pd.DataFrame) -> str:
-    """The hardware predicted rows ran on: 'T4 driven by this machine's CPU'; where each run's GPU was driven by its
-    own machine's CPU, the GPU and how many machines."""
+    """The hardware predicted rows ran on: 'T4 driven by this machine's CPU'; where runs' GPUs were driven by several
+    CPUs (core.predictions.driven_rows: each run's own machine's where it is calibrated), the GPU and that rule."""
     targets = list(dict.fromkeys(predicted["hardware"].dropna()))
     gpus = list(dict.fromkeys(predicted["device_name"].dropna().str.removesuffix(" (predicted)")))
     if len(targets) < 2 or len(gpus) != 1:
         return " / ".join(targets)
-    return f"{gpus[0]} driven by each of {len(targets)} machines' own CPU"
+    return (f"{gpus[0]}, each run's driven by its own machine's CPU where that machine is calibrated, else by "
+            f"{settings.this_host()}'s")
 
 
 def referenced(claim: Claim, published: pd.DataFrame) -> pd.DataFrame:

@@ -388,7 +388,7 @@ def lines(data: pd.DataFrame, x: str, y: str, *, title: str, x_title: str, y_tit
             tooltip=[alt.Tooltip("device:N"), alt.Tooltip(f"median({column}):Q", title=what, format=".3~g")]))
     if line:
         height = PANEL_HEIGHT if len(runs) > 1 else CHART_HEIGHT
-        data["label_y"] = label_heights(data, x, y, log=log_y or ratio, height=height)
+        data["label_y"] = label_heights(data, x, y, log=log_y or ratio, height=height, ratio=ratio)
         layers.append(base.mark_text(align="left", dx=6, fontSize=11).encode(
             y=alt.Y("label_y:Q", title=y_title, **y_scale), text=alt.Text("line:N"), detail=LINE_KEYS[:2]
         ).transform_filter("isValid(datum.label_y)"))
@@ -435,18 +435,31 @@ def _panels(layers: list, data: pd.DataFrame, runs: list[str], title: str, *, co
         columns=columns).properties(title=title).configure_legend(orient="bottom", direction="vertical")
 
 
-def label_heights(data: pd.DataFrame, x: str, y: str, *, log: bool, height: int) -> pd.Series:
+def _axis_span(data: pd.DataFrame, y: str, log: bool, ratio: bool) -> float:
+    """How far the y axis reaches, in decades on a log axis: a ratio's domain (ratio_domain); else the values and
+    the error bars drawn (both ends valid, as the rule layer draws them), rounded out to whole decades on a log
+    axis, as Vega's nice scale does."""
+    if ratio:
+        return float(np.diff(np.log10(ratio_domain(data[y])))[0])
+    bars = data[["lo", "hi"]].where(data["lo"].notna() & data["hi"].notna())
+    drawn = pd.concat([data[y], bars["lo"], bars["hi"]]).astype(float).dropna()
+    drawn = np.log10(drawn[drawn > 0]) if log else drawn
+    if drawn.empty:
+        return 0.0
+    return float(np.ceil(drawn.max()) - np.floor(drawn.min()) if log else drawn.max() - drawn.min())
+
+
+def label_heights(data: pd.DataFrame, x: str, y: str, *, log: bool, height: int, ratio: bool = False) -> pd.Series:
     """Where each line's `line` text goes beside its last point: at the point's `y`, moved up just enough that no
     two labels ending at one x of one panel overlap (LABEL_GAP pixels apart on an axis `height` pixels tall over
-    the data's range, every panel sharing it); NaN on every other row. Two variants of one model that end
-    together would otherwise print its name twice over itself."""
-    ours = data[(data["source"] != "published") & data[x].notna() & (data[y] > 0 if log else data[y].notna())]
+    _axis_span, every panel sharing it); NaN on every other row and for a line with no text. Two variants of one
+    model that end together would otherwise print its name twice over itself."""
+    ours = data[(data["source"] != "published") & data[x].notna() & data["line"].ne("")
+                & (data[y] > 0 if log else data[y].notna())]
     keys = ["panel", "run", "variant", "device", "line"]
     ends = ours.loc[ours.groupby(keys, dropna=False)[x].idxmax()]
     place = np.log10 if log else np.asarray
-    drawn = place(data[[y, "lo", "hi"]].stack().loc[lambda v: v > 0 if log else v.notna()].astype(float))
-    span = (np.ceil(drawn.max()) - np.floor(drawn.min()) if log else drawn.max() - drawn.min()) if len(drawn) else 0
-    gap = LABEL_GAP / height * (span or 1.0)
+    gap = LABEL_GAP / height * (_axis_span(data, y, log, ratio) or 1.0)
     heights = pd.Series(np.nan, index=data.index)
     for _, column in ends.groupby(["panel", x]):
         at = pd.Series(place(column[y].astype(float)), index=column.index).sort_values()

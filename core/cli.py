@@ -75,8 +75,8 @@ def _parser() -> argparse.ArgumentParser:
                               "CPU), 'this:cuda:N', a calibrated machine id; 'list' lists them. Default: this "
                               "machine and the write-up's GPU driven by the write-up's CPU (with --model: the --host "
                               "CPU and every catalogue GPU; GPUs named alone are compared with the --host CPU)")
-    predict.add_argument("--host", default="this", help="the CPU that drives a GPU named with --on (default: this "
-                                                        "machine's)")
+    predict.add_argument("--host", default="this", help="the CPU that drives the GPUs named with --on, and with "
+                                                        "--model every GPU (default: this machine's)")
     predict.add_argument("--preset", help="smoke, quick (default) or paper")
     predict.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
     predict.add_argument("--model", metavar="FILE.py:BUILD_FN", help="your own model: a function returning an nn.Module")
@@ -290,6 +290,9 @@ def cmd_predict(args) -> int:
     exp = experiments.get(clip(args.experiment))
     preset = args.preset or "quick"  # None when not given: --preset goes with an experiment only
     config = exp.config(preset, parse_overrides(exp, args.set))
+    if args.host != hardware.THIS and not args.on:
+        raise ConfigError("--host", "drives the GPUs named with --on: give --on too (by default the write-up's GPU is "
+                                    "driven by the write-up's CPU)")
     names = dict.fromkeys(clip(name) for name in args.on or ("this",))  # a name given twice predicts once
     targets = [hardware.resolve(name, host=clip(args.host)) for name in names]
     if not args.on:
@@ -314,7 +317,7 @@ def _print_predicted(what: str, target: hardware.Target, predicted: list[predict
                      variants: list[str]) -> None:
     print(f"{what} predicted on {target.title}:")
     if not predicted:
-        print(f"  no point of this configuration runs on it (its variants: {', '.join(variants)})")
+        print(f"  no point of this configuration runs on it (its variants: {', '.join(variants)})", flush=True)
     for p in predicted:
         print(f"  {p.point.variant} {results.point_text(p.point.params)}".rstrip() + f": {_prediction_text(p)}",
               flush=True)

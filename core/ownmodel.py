@@ -22,7 +22,7 @@ from torch.utils import benchmark
 from core import census, costmodel, devices, hardware, settings, standin
 from core.params import ConfigError, clip, shown
 from core.tables import seconds_text
-from core.timing import NOISY_SPREAD
+from core.timing import is_noisy
 
 MAX_DIMS = 8
 MAX_ELEMENTS = 2**34  # the census builds the input on the meta device only: this bounds typos (_fits_here the rest)
@@ -316,14 +316,14 @@ def beside(found: list[dict], measured: benchmark.Measurement, device: str) -> l
     """The report with the measurement (measure's) beside the prediction for `device` (this machine's CPU)."""
     taken = {"measured_s": measured.median, "measured_iqr_s": measured.iqr, "measured_blocks": len(measured.times),
              "calls_per_block": measured.number_per_run, "threads": measured.num_threads,
-             "measured_noisy": measured.iqr > NOISY_SPREAD * measured.median}
+             "measured_noisy": is_noisy(measured.iqr, measured.median)}
     return [entry | taken if entry["device"] == device else entry for entry in found]
 
 
 def _measured_text(entry: dict) -> str:
     calls = entry["calls_per_block"]
-    noisy = (f"; noisy (its IQR {entry['measured_iqr_s'] / entry['measured_s']:.3g} times its median): time it again "
-             f"when the machine is idle" if entry["measured_noisy"] else "")
+    noisy = (f"; noisy (IQR {entry['measured_iqr_s'] / entry['measured_s']:.0%} of the median): time it again when "
+             f"the machine is idle" if entry["measured_noisy"] else "")
     return (f"measured here {seconds_text(entry['measured_s'])} (median of {entry['measured_blocks']} blocks of {calls} "
             f"call{'s' * (calls != 1)}, IQR {seconds_text(entry['measured_iqr_s'])}, {entry['threads']} threads): "
             f"predicted/measured {entry['predicted_s'] / entry['measured_s']:.2f}{noisy}")
@@ -342,8 +342,8 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
         if "measured_s" in entry:
             line += f"; {_measured_text(entry)}"
         if entry.get("fits") is False:
-            line += (f"; would not fit: one call needs at least {entry['memory_needed_gib']:.3g} GiB on it at once, "
-                     f"and it has {entry['memory_gib']:.3g} GiB")
+            line += (f"; would not fit: one call needs at least {entry['memory_needed_gib']:,.4g} GiB on it at once, "
+                     f"and it has {entry['memory_gib']:,.4g} GiB")
         if "crossover_batch" in entry:
             batch, up_to, cpu = entry["crossover_batch"], entry["crossover_up_to"], entry["crossover_against"]
             fitting = "at the batches that fit, " if entry.get("fits") is False else ""

@@ -346,7 +346,7 @@ def unmeasured_text(machine_id: str, device: str) -> str:
 def quick_profile_text(machine_id: str, device: str) -> str:
     """'' or a sentence saying that a machine's profile is a quick calibration, and what that does to the check of
     one of its devices: the model prices a matrix product larger than any the calibration timed there at the largest
-    one's rate."""
+    one's rate, or on a GPU the catalogue lists at the catalogue's rate for it (hardware.catalogue_twin)."""
     profile = profiles.load(machine_id)
     if not profile or not profile.get("quick"):
         return ""

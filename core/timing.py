@@ -39,13 +39,16 @@ class Measurement:
     @property
     def noisy(self) -> bool | None:
         """IQR / median over NOISY_SPREAD; None (unknown, never "quiet") with a single sample."""
-        if self.iqr is None:
-            return None
-        return self.median > 0 and self.iqr / self.median > NOISY_SPREAD
+        return None if self.iqr is None else is_noisy(self.iqr, self.median)
 
     def to_dict(self) -> dict:
         return {"samples": list(self.samples), "median": self.median, "iqr": self.iqr, "noisy": self.noisy,
                 "n": self.n, "warmup_samples": list(self.warmup), "cold": self.cold}
+
+
+def is_noisy(iqr: float, median: float) -> bool:
+    """IQR / median over NOISY_SPREAD."""
+    return median > 0 and iqr / median > NOISY_SPREAD
 
 
 def quartiles(samples) -> tuple[float, float] | None:

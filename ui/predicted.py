@@ -67,7 +67,7 @@ def _keep_pick() -> None:
 def resolve(name: str) -> tuple[hardware.Target | None, str]:
     """The target a GPU name stands for, driven by this machine's CPU; None and the reason (how to
     calibrate when this machine has no profile) when it cannot be had."""
-    if profiles.load() is None:
+    if profiles.load() is None:  # the question is this machine's: other machines' runs alone do not answer it
         return None, f"No prediction: {no_profile_text()}."
     try:
         return hardware.resolve(name, host="this"), ""
@@ -209,8 +209,9 @@ def unit_text(frame: pd.DataFrame) -> str:
 # -- an experiment page ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Forecast:
-    """What an experiment page predicts: the target (None, with `problem` saying why), the model's accuracy on
-    this machine in words, and every stand-in row of the experiment predicted on the target (the verdicts')."""
+    """What an experiment page predicts: the target (the sidebar's GPU driven by this machine's CPU; None, with
+    `problem` saying why), the model's accuracy on this machine in words, and every stand-in row of the experiment
+    predicted on that GPU, each run's driven by its own machine's CPU where it is calibrated (the verdicts')."""
     target: hardware.Target | None
     problem: str
     accuracy: str

@@ -82,7 +82,9 @@ def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_resu
     quick = predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cuda:0")  # the H200 machine: --quick
     assert quick.startswith("Its profile is a quick calibration") and "On cuda:0 it timed matrix products up to 256x256" \
         in quick and "up to 4096x4096" in quick  # a full calibration times a GPU's larger products than a CPU's
-    assert "up to 256x256" in predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cpu")
+    assert "a larger one at the catalogue's H200 rate for its size (at least that size's rate)" in quick
+    cpu = predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cpu")
+    assert "up to 256x256" in cpu and "a larger one at that size's rate" in cpu  # no catalogue entry for a CPU
     assert "up to 1024x1024" in predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cpu")
     assert predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cuda:1") == ""  # no such GPU there
     assert predictions.quick_profile_text("amd-epyc-34e468d3", "cpu") == ""  # a full calibration

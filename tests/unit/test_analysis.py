@@ -151,8 +151,9 @@ def test_a_predicted_answer_from_gpus_driven_by_each_runs_own_cpu_says_so_once()
         hardware=["T4 driven by this machine's CPU", "T4 driven by Xeon (m2)"], device_name="T4 (predicted)",
         provenance="predicted")
     verdict = evaluate(Claim("the GPU is faster", gpu_faster), measured, pd.DataFrame(), predicted)
-    assert verdict.prediction.startswith("Predicted on T4 driven by each of 2 machines' own CPU (a model, not a "
-                                         "measurement): the claim would be reproduced. speedup 3.0x")
+    assert verdict.prediction.startswith(
+        "Predicted on T4, each run's driven by its own machine's CPU where that machine is calibrated, else by this "
+        "machine's (a model, not a measurement): the claim would be reproduced. speedup 3.0x")
 
 
 def test_a_gpu_measured_without_its_machines_cpu_leaves_no_pair_and_the_predicted_answer_beside():

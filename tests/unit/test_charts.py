@@ -216,6 +216,15 @@ def test_line_end_labels_that_would_overlap_are_moved_apart_and_others_stay_at_t
     assert logs[1] - logs[0] == pytest.approx(gap) and logs[3] - logs[2] == pytest.approx(gap)  # moved up to clear
     apart = ends.assign(ms=[200.0, 400.0, 10.0, 20.0, 30.0])
     assert charts.label_heights(apart, "batch", "ms", log=True, height=240)[:4].tolist() == pytest.approx([200, 400, 10, 20])
+    single = ends.assign(lo=ends["ms"] / 100)  # single samples: a lo the chart never draws (no hi), so no wider axis
+    assert charts.label_heights(single, "batch", "ms", log=True, height=240).tolist() == pytest.approx(
+        heights.tolist(), nan_ok=True)
+    unnamed = ends.assign(line=["", "", "GRU", "GRU", ""])  # a line with no text takes no label's room
+    assert charts.label_heights(unnamed, "batch", "ms", log=True, height=240)[:2].isna().all()
+    ratios = ends.assign(ms=[1.0, 1.01, 0.5, 0.505, 0.8])  # a ratio axis spans ratio_domain (1/3 to 3 here)
+    low, high = charts.ratio_domain(ratios["ms"])
+    moved = np.log10(charts.label_heights(ratios, "batch", "ms", log=True, height=240, ratio=True)[:2].to_numpy())
+    assert moved[1] - moved[0] == pytest.approx(charts.LABEL_GAP / 240 * np.log10(high / low)) and high / low < 10
 
 
 def test_two_runs_of_one_variant_give_two_lines_in_two_panels():

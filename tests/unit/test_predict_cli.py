@@ -226,7 +226,7 @@ def test_a_noisy_check_says_so_and_to_time_it_again(capsys, calibrated, model_fi
     assert main([*argv, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["measured_noisy"] is True
     assert main(argv) == 0
-    assert "noisy (its IQR 98 times its median): time it again when the machine is idle" in capsys.readouterr().out
+    assert "noisy (IQR 9802% of the median): time it again when the machine is idle" in capsys.readouterr().out
     monkeypatch.setattr(ownmodel, "measure", lambda *args: measured([1e-3, 1e-3, 1.01e-3, 1.02e-3, 1e-3]))
     assert main(argv) == 0
     assert "noisy" not in capsys.readouterr().out
@@ -325,6 +325,14 @@ def test_model_errors_name_the_field(capsys, calibrated, model_file, argv, messa
     assert message in capsys.readouterr().err
 
 
+def test_host_without_on_is_refused_where_it_would_drive_nothing(capsys, calibrated):
+    assert main(["predict", "matmul", "--host", "typical-cpu", "--preset", "smoke"]) == 2
+    assert "--host: drives the GPUs named with --on: give --on too" in capsys.readouterr().err
+    assert main(["predict", "matmul", "--host", "typical-cpu", "--on", "t4", "--preset", "smoke", "--set",
+                 "sizes=8"]) == 0
+    assert "T4 driven by a typical desktop CPU" in capsys.readouterr().out
+
+
 def test_a_batch_the_model_cannot_take_is_left_out_of_the_crossover_sweep(capsys, calibrated, model_file):
     assert main(["predict", "--model", f"{model_file}:normalised", "--input", "64x84", "--train", "--on", "t4",
                  "--json"]) == 0
@@ -343,7 +351,7 @@ def test_your_own_model_too_large_for_a_gpu_s_memory_is_said_not_to_fit_there(ca
     assert t4["fits"] is False and h100["fits"] is True
     assert main(argv) == 0
     out = capsys.readouterr().out
-    needed = f"{t4['memory_needed_gib']:.3g} GiB"  # the input, which the first Linear takes whole: 31.3
+    needed = f"{t4['memory_needed_gib']:,.4g} GiB"  # the input, which the first Linear takes whole: 31.29
     assert "T4 driven by this machine's CPU" in out and f"would not fit: one call needs at least {needed}" in out
     assert "and it has 16 GiB" in out
     assert [line.split(":")[0] for line in out.splitlines() if "driven by" in line and "would not fit" in line] == [

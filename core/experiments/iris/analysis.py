@@ -2,7 +2,7 @@
 tuned learns the same model, and how often a forward hook runs."""
 import pandas as pd
 
-from core import analysis
+from core import analysis, runs
 from core.analysis import NEEDS_GPU, NO_DATA, Claim, Finding, NoFinding
 from core.experiments.iris.experiment import AS_WRITTEN, CHECK_CALLS, HOOK_CHECK, NEVER, PAPER_EPOCHS, TUNED
 from core.tables import Table
@@ -106,8 +106,8 @@ def gpu_over_cpu(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     if every.empty:
         raise NoFinding(NO_DATA, "No as-written run reading the loss every epoch yet.")
     cpu = every[every["device"] == "cpu"]
-    machines = cpu["machine"].unique()
-    which = f"on {machines[0]}" if len(machines) == 1 else f"median over {len(machines)} machines"
+    machines = cpu["machine_id"].nunique()
+    which = f"on {runs.machine_text(cpu['machine'].iloc[0])}" if machines == 1 else f"median over {machines} machines"
     cpu_text = (f"CPU ({which}): {cpu['us_per_epoch'].median():.0f} µs per epoch, "
                 f"{cpu['seconds_per_20k_epochs'].median():.2f} s per {PAPER_EPOCHS:,} epochs." if len(cpu)
                 else "No CPU run.")
