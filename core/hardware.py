@@ -465,7 +465,7 @@ def _calibrated(machine: str | None, device: str, what: str) -> Device:
         raise HardwareError(f"{what}: '{_clip(machine, 60)}' is no machine id; known: {_known_names()}")
     profile = _profile(machine)
     if profile is None:
-        instead = (f", or drive the GPU with a catalogue CPU ({', '.join(_catalogue_cpus())})"
+        instead = (f", or drive the GPU with a catalogue CPU ({', '.join(f'--host {n}' for n in _catalogue_cpus())})"
                    if what == "host" and machine is None else "")
         raise HardwareError(f"{what}: {profiles.missing_message(None if machine is None else _clip(machine, 60))}"
                             f"{instead}")
@@ -473,7 +473,7 @@ def _calibrated(machine: str | None, device: str, what: str) -> Device:
 
 
 def _catalogue_cpus() -> list[str]:
-    return [f"--host {d.name}" for d in catalogue().devices.values() if d.kind == "cpu"]
+    return [d.name for d in catalogue().devices.values() if d.kind == "cpu"]
 
 
 def _profile(machine: str | None) -> dict | None:
@@ -502,9 +502,8 @@ def resolve(name: str, host: str = THIS) -> Target:
         return Target(device)
     driver = device_named(host, what="host")
     if driver.kind != "cpu":
-        cpus = ", ".join(d.name for d in catalogue().devices.values() if d.kind == "cpu")
         raise HardwareError(f"host: '{_clip(host, 60)}' is a GPU; a host is a CPU: {THIS}, a calibrated machine's "
-                            f"id or {cpus}")
+                            f"id or {', '.join(_catalogue_cpus())}")
     if device.machine != driver.machine:  # its own host's costs of driving it were another CPU's: left out
         device = replace(device, figures={field: figure for field, figure in device.figures.items()
                                           if field not in CALIBRATED_ONLY["gpu"]})
