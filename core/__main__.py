@@ -2,7 +2,7 @@ import os
 import sys
 
 from core import experiments, versions
-from core.cli import main
+from core.commands.cli import main
 
 if sys.argv[1:2] == ["run"] and len(sys.argv) > 2 and sys.argv[2] in experiments.registry():
     env = versions.run_environment(experiments.get(sys.argv[2]).malloc_mmap_threshold)

@@ -1,7 +1,9 @@
 import streamlit as st
 
-from core import compare, devices, experiments, machines, runs, settings
-from core.results import runs_frame
+from core import devices, experiments, settings
+from core.report import compare, machines
+from core.store import runs
+from core.store.results import runs_frame
 from ui import data
 from ui.router import require_router
 

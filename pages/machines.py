@@ -3,7 +3,10 @@ import warnings
 import pandas as pd
 import streamlit as st
 
-from core import bundles, devices, machines, profiles, results, settings
+from core import devices, settings
+from core.report import bundles, machines
+from core.model import profiles
+from core.store import results
 from ui import data
 from ui.router import require_router
 
@@ -66,7 +69,7 @@ for mid, fp in fingerprints.items():
     timed = profiles.op_rows(profile)
     if timed:
         with st.expander(f"The {len(timed)} operations timed one by one: a fixed part per call beyond its dispatch, "
-                         f"and a time per element written (`core/op_probes.py`)"):
+                         f"and a time per element written (`core/calibration/op_probes.py`)"):
             st.dataframe(pd.DataFrame(timed), hide_index=True)
     grid_table(profile, profiles.GEMM_FIGURES, "GEMM shapes timed (M x K by K x N): what the cost model prices a GEMM "
                "by, beyond its dispatch")

@@ -1,8 +1,10 @@
 import streamlit as st
 
-from core import devices, experiments, overview, report, settings, writeups
-from core.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
-from core.charts import ratio_dots
+from core import devices, experiments, settings
+from core.report import overview, single_file
+from core.predict import writeups
+from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.present.charts import ratio_dots
 from ui import data
 from ui.router import page_file, require_router, without_page
 from ui.template import MARKS
@@ -119,7 +121,7 @@ for name in without_page():
 
 def take_it_with_you() -> None:
     st.subheader("Take it with you")
-    st.download_button("Download the offline report (one HTML file)", report.build, file_name="crossover-report.html",
+    st.download_button("Download the offline report (one HTML file)", single_file.build, file_name="crossover-report.html",
                        mime="text/html", on_click="ignore", icon=":material/download:")
     st.caption("One file that opens in any browser with no network: the verdicts, every experiment's charts with "
                "the runs behind them, and the machines. It is built when you click (it takes a few seconds); "

@@ -3,7 +3,10 @@ import warnings
 import pandas as pd
 import streamlit as st
 
-from core import charts, devices, experiments, predictions, profiles, settings, versions, writeups
+from core import devices, experiments, settings, versions
+from core.present import charts
+from core.predict import predictions, writeups
+from core.model import profiles
 from ui import data, predicted
 from ui.router import require_router
 

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from core import experiments, results, runner, settings
-from core.results import RecordWriter
+from core import experiments, settings
+from core.store import results
+from core.measure import runner
+from core.store.results import RecordWriter
 
 if TYPE_CHECKING:
     from streamlit.testing.v1 import AppTest

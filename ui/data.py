@@ -8,7 +8,10 @@ import warnings
 import pandas as pd
 import streamlit as st
 
-from core import predictions, profiles, results, settings
+from core import settings
+from core.predict import predictions
+from core.model import profiles
+from core.store import results
 from core import published as published_figures
 
 

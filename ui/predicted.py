@@ -1,6 +1,6 @@
 """Predictions where readers see them: the sidebar's "Predict on" GPU picker, an experiment page's "What a
 GPU would do (predicted)" section, and the pieces the Predictions page shares with it. A predicted figure
-is the cost model's answer from a stand-in census (core.predictions), never a measurement, and is
+is the cost model's answer from a stand-in census (core.predict.predictions), never a measurement, and is
 labelled so wherever it shows."""
 import json
 from dataclasses import dataclass
@@ -9,7 +9,11 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from core import analysis, charts, devices, experiments, hardware, predictions, profiles, results, settings
+from core import devices, experiments, settings
+from core.present import analysis, charts
+from core.model import hardware, profiles
+from core.predict import predictions
+from core.store import results
 from ui import data
 
 PICKED = "predict-on"          # the reader's own pick, kept while they move between pages

@@ -1,16 +1,18 @@
 """The rerun panel, drawn in the sidebar of an experiment page: choose devices, preset and parameters,
 see an estimate, start a background run, follow its progress and cancel it. Every tab and refresh sees
-the same run (it lives in core.jobs); the sidebar of the other pages follows it with `run_status`."""
+the same run (it lives in core.commands.jobs); the sidebar of the other pages follows it with `run_status`."""
 import math
 from datetime import datetime
 
 import pandas as pd
 import streamlit as st
 
-from core import devices, jobs, results, settings
-from core.experiments.base import PRESETS, Experiment
+from core import devices, settings
+from core.commands import jobs
+from core.store import results
+from core.measure.experiment import PRESETS, Experiment
 from core.params import ConfigError, Param
-from core.runlock import BusyError
+from core.store.runlock import BusyError
 from ui.data import records
 
 POLL_SECONDS = 1.0

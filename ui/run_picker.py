@@ -1,11 +1,11 @@
 """The run picker above an experiment's charts: which runs the charts and tables show. By default the latest
-complete run of each preset on each machine (core.runs.default_runs); a reader adds or removes runs by
+complete run of each preset on each machine (core.store.runs.default_runs); a reader adds or removes runs by
 their labels (preset, local start time, machine, status, points: typing filters them), and the choice
 stays for the session, per experiment, until the default is restored. A caption names the runs shown."""
 import pandas as pd
 import streamlit as st
 
-from core import runs
+from core.store import runs
 
 NONE_COMPLETE = ("No complete run yet: pick a run above to see its points (a cancelled, failed or interrupted "
                  "run is shown only when picked).")

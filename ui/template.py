@@ -8,8 +8,10 @@ import re
 import pandas as pd
 import streamlit as st
 
-from core import devices, experiments, published as published_figures, runs, settings, tables
-from core.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, Verdict
+from core import devices, experiments, published as published_figures, settings
+from core.store import runs
+from core.present import tables
+from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, Verdict
 from ui import data, predicted, run_picker
 from ui.rerun_panel import rerun_panel
 from ui.router import require_router

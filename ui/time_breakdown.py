@@ -7,8 +7,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core import analysis, census, charts, settings
-from core.results import CENSUS_COLUMNS
+from core import settings
+from core.present import analysis, charts
+from core.measure import census
+from core.store.results import CENSUS_COLUMNS
 
 
 def where_time_goes(name: str, rows: pd.DataFrame) -> None:

@@ -8,7 +8,7 @@ import pkgutil
 import traceback
 from functools import lru_cache
 
-from core.experiments.base import Experiment
+from core.measure.experiment import Experiment
 from core.params import ConfigError
 
 EXTRA_ENV = "CROSSOVER_EXPERIMENTS"

@@ -1,6 +1,6 @@
 """Every bad input of bad_inputs.py is refused cleanly: exit status 2, no traceback, the field named,
 a short message, a bounded allocation, no record and never the runner. In-process through
-core.cli.main (fast), and a few through a real `python -m core run`."""
+core.commands.cli.main (fast), and a few through a real `python -m core run`."""
 import os
 import subprocess
 import sys
@@ -8,8 +8,9 @@ import tracemalloc
 
 import pytest
 
-from core import devices, experiments, runner, settings
-from core.cli import main
+from core import devices, experiments, settings
+from core.measure import runner
+from core.commands.cli import main
 from tests.adversarial.bad_inputs import (CASES, MAX_MESSAGE_CHARS, MAX_REFUSAL_BYTES, MAX_REFUSAL_RSS_GROWTH,
                                           NON_FINITE, SUBPROCESS_BASELINE, SUBPROCESS_CASES)
 

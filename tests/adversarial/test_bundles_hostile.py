@@ -9,7 +9,9 @@ import tarfile
 
 import pytest
 
-from core import bundles, results, settings
+from core import settings
+from core.report import bundles
+from core.store import results
 from tests.helpers import shipped_runs
 
 SHIPPED = settings.APP_ROOT / "results"

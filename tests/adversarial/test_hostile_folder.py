@@ -8,8 +8,10 @@ import warnings
 
 import pytest
 
-from core import cli, experiments, results, settings
-from core.results import RecordWriter
+from core import experiments, settings
+from core.commands import cli
+from core.store import results
+from core.store.results import RecordWriter
 from tests.helpers import render
 
 ROW = {"device": "cpu", "variant": "numpy", "params": {"size": 16}, "status": "ok", "unit": "product", "per_call": 1,

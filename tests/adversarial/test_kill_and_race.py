@@ -13,8 +13,10 @@ import warnings
 
 import pytest
 
-from core import jobs, results, runlock, settings
-from core.cli import main
+from core import settings
+from core.commands import jobs
+from core.store import results, runlock
+from core.commands.cli import main
 from tests.helpers import render, wait_for
 
 KILLS = 4
@@ -144,8 +146,9 @@ def test_the_descriptor_the_app_hands_down_is_used_and_given_back(results_dir, m
 def test_a_sigterm_before_the_record_exists_waits_for_it(results_dir):
     """A cancel that reaches a run's process before it has written its record is held back until it has:
     the run then ends cancelled, with a record."""
-    from core import experiments, runner
-    from core.results import RecordWriter
+    from core import experiments
+    from core.measure import runner
+    from core.store.results import RecordWriter
     exp = experiments.get("matmul")
     config = exp.config("smoke", {"variants": ("numpy",)})
     writer = RecordWriter("matmul", "smoke", config, ["cpu"])

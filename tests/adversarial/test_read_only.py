@@ -5,9 +5,12 @@ import subprocess
 
 import pytest
 
-from core import experiments, jobs, runlock, runner, settings
-from core.cli import main
-from core.results import RecordWriter
+from core import experiments, settings
+from core.commands import jobs
+from core.store import runlock
+from core.measure import runner
+from core.commands.cli import main
+from core.store.results import RecordWriter
 
 INFO = {"run_id": "r1", "experiment": "matmul", "devices": ["cpu"], "preset": "smoke",
         "started": "2026-01-01T00:00:00+00:00", "pid": None}

@@ -1,7 +1,9 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import experiments, jobs, results, settings
+from core import experiments, settings
+from core.commands import jobs
+from core.store import results
 from tests.helpers import render, smoke_record, wait_for
 
 PAGES = sorted((settings.APP_ROOT / "pages").glob("*.py"))

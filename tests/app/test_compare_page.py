@@ -1,5 +1,6 @@
 """The side-by-side page on two fake machines: it names their differences and draws each experiment both ran."""
-from core import experiments, results, settings
+from core import experiments, settings
+from core.store import results
 from tests.helpers import page_text, render
 from tests.unit.test_compare import shipped, twin
 

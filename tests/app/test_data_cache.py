@@ -1,6 +1,8 @@
 """ui.data's caches: the records are loaded once and shared by every page (never copied, so never changed by
 one), and what is computed from them is computed again when a record or a calibrated profile changes."""
-from core import profiles, results, settings
+from core import settings
+from core.model import profiles
+from core.store import results
 from tests.helpers import render, smoke_record
 from ui import data
 

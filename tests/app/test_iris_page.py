@@ -1,5 +1,6 @@
-from core import experiments, published, results
-from core.analysis import NEEDS_GPU
+from core import experiments, published
+from core.store import results
+from core.present.analysis import NEEDS_GPU
 from tests.app.test_matmul_page import verdict_table
 from tests.helpers import page_text, render, smoke_record
 

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from core import devices, profiles, settings
+from core import devices, settings
+from core.model import profiles
 from tests.helpers import page_text, render, shipped_runs
 
 NOT_CALIBRATED = "not calibrated: run `python -m core calibrate`"
@@ -97,7 +98,7 @@ def test_read_only_hides_the_command(results_dir, monkeypatch):
 
 def test_the_page_offers_a_bundle_and_imports_an_uploaded_one(results_dir, tmp_path, monkeypatch):
     import shutil
-    from core import bundles
+    from core.report import bundles
     shipped = settings.APP_ROOT / "results"
     machine, (run,) = shipped_runs("matmul")
     source = tmp_path / "source" / machine

@@ -2,7 +2,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import published
-from core.analysis import NEEDS_GPU
+from core.present.analysis import NEEDS_GPU
 from tests.app.test_matmul_page import verdict_table
 from tests.helpers import render, smoke_record
 

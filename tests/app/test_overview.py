@@ -1,4 +1,6 @@
-from core import devices, experiments, overview, results, settings
+from core import devices, experiments, settings
+from core.report import overview
+from core.store import results
 from tests.helpers import render
 from tests.unit.test_overview import fake_record, gpu_and_cpu_machines
 
@@ -71,7 +73,7 @@ def test_a_read_only_view_calls_the_machine_with_results_this_server(results_dir
 
 
 def test_the_offline_report_is_offered_and_built_only_when_asked(results_dir, monkeypatch):
-    from core import report
+    from core.report import single_file
     built = []
     monkeypatch.setattr(report, "build", lambda: built.append(1) or "<html></html>")
     monkeypatch.setenv(settings.READ_ONLY_ENV, "1")  # a visitor of the read-only view may take it too

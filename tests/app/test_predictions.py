@@ -6,7 +6,11 @@ import shutil
 import pandas as pd
 import pytest
 
-from core import calibrate, devices, experiments, hardware, predictions, profiles, results, settings, writeups
+from core import devices, experiments, settings
+from core.calibration import calibrate
+from core.model import hardware, profiles
+from core.predict import predictions, writeups
+from core.store import results
 from tests.helpers import render, smoke_record
 
 SECTION = "What a GPU would do (predicted)"

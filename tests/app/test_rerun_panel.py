@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from core import jobs
+from core.commands import jobs
 from tests.helpers import render, wait_for
 from ui import rerun_panel
 
@@ -85,7 +85,8 @@ def _progress_texts(sidebar) -> list[str]:
 
 
 def test_a_run_among_its_stand_in_censuses_says_how_many_of_those_planned_are_taken(results_dir):
-    from core import experiments, results
+    from core import experiments
+    from core.store import results
     exp = experiments.get("matmul")
     config = exp.config("smoke", {"sizes": (16,), "variants": ("numpy",)})
     writer = results.RecordWriter("matmul", "smoke", config, ["cpu"], results_dir=results_dir)

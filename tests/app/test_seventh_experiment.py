@@ -8,14 +8,15 @@ import textwrap
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import experiments, results, settings
+from core import experiments, settings
+from core.store import results
 from tests.helpers import render
 
 PACKAGE = {
     "__init__.py": '''
         import torch
-        from core import timing
-        from core.experiments.base import Experiment, Point, Variant
+        from core.measure import timing
+        from core.measure.experiment import Experiment, Point, Variant
         from core.params import Param
 
         class Fake(Experiment):
@@ -33,8 +34,8 @@ PACKAGE = {
         EXPERIMENT = Fake()
     ''',
     "analysis.py": '''
-        from core import analysis
-        from core.analysis import Claim, Finding
+        from core.present import analysis
+        from core.present.analysis import Claim, Finding
 
         def faster(rows, figures):
             found = analysis.require(analysis.speedups(rows), rows)
@@ -44,7 +45,7 @@ PACKAGE = {
         TABLES = {"Totals": lambda rows: rows[["size", "total"]]}
     ''',
     "charts.py": '''
-        from core.charts import measured_lines
+        from core.present.charts import measured_lines
 
         def charts(rows, published):
             return [measured_lines(rows, "size", "median_s", title="Sum", x_title="size", y_title="s per sum")]

@@ -1,6 +1,6 @@
 """The "Where the time goes" section: one bar per device and variant of the chosen configuration, split
 into the profiler's parts, with the census beside it."""
-from core import charts
+from core.present import charts
 from tests.helpers import render, smoke_record
 
 

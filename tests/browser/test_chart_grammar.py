@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from core import charts, settings
+from core import settings
+from core.present import charts
 from tests.browser.test_served_app import CHROMIUM, WAIT_MS, streamlit_server, sync_api
 
 pytestmark = [

@@ -6,7 +6,8 @@ import shutil
 
 import pytest
 
-from core import runs, settings
+from core import settings
+from core.store import runs
 from tests.app.test_matmul_page import three_runs
 from tests.browser import test_served_app as served
 
@@ -67,7 +68,7 @@ def chart_text(page) -> str:
 
 
 def names(record: dict) -> tuple[str, str]:
-    """How a chart may name a run: its id, or its preset and start as core.runs writes them."""
+    """How a chart may name a run: its id, or its preset and start as core.store.runs writes them."""
     return record["run_id"], f"{record['preset']} · {runs.started_text(record['started'])}"
 
 

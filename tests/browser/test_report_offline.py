@@ -5,7 +5,8 @@ import shutil
 
 import pytest
 
-from core import report, settings
+from core import settings
+from core.report import single_file
 from tests.browser.test_served_app import CHROMIUM, WAIT_MS, sync_api
 from tests.helpers import shipped_runs
 
@@ -20,7 +21,7 @@ def test_the_report_opens_offline_and_draws_every_chart(results_dir, tmp_path):
     (results_dir / machine).mkdir(parents=True)
     for run in runs:
         shutil.copy(settings.APP_ROOT / "results" / machine / f"{run}.json", results_dir / machine)
-    written = report.write(tmp_path / "report.html")
+    written = single_file.write(tmp_path / "report.html")
     charts = written.path.read_text().count('<div class="chart" id="chart-')
     assert charts >= 3  # the headline, matmul's and iris's main charts at least
     outside, errors = [], []

@@ -10,8 +10,9 @@ import urllib.request
 
 import pytest
 
-from core import experiments, runner, settings
-from core.results import RecordWriter
+from core import experiments, settings
+from core.measure import runner
+from core.store.results import RecordWriter
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [

@@ -5,8 +5,9 @@ import copy
 import pandas as pd
 import pytest
 
-from core import predictions, results
-from core.cli import main
+from core.predict import predictions
+from core.store import results
+from core.commands.cli import main
 
 
 @pytest.mark.parametrize("share, name", [(1.0, "host-bound"), (0.8, "host-bound"), (0.79, "mixed"), (0.5, "mixed"),

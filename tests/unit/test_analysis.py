@@ -1,8 +1,9 @@
 import pandas as pd
 import pytest
 
-from core import analysis, published
-from core.analysis import (ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, Claim, Finding, NoFinding,
+from core import published
+from core.present import analysis
+from core.present.analysis import (ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, Claim, Finding, NoFinding,
                            evaluate)
 from tests.helpers import hand_rows
 

@@ -7,8 +7,9 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from core import breakdown, devices, timing
-from core.breakdown import Event
+from core import devices
+from core.measure import breakdown, timing
+from core.measure.breakdown import Event
 
 CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
 NAP_S = 0.02

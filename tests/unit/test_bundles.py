@@ -4,8 +4,11 @@ import tomllib
 
 import pytest
 
-from core import bundles, profiles, results, settings
-from core.cli import main
+from core import settings
+from core.report import bundles
+from core.model import profiles
+from core.store import results
+from core.commands.cli import main
 from core.params import ConfigError
 from tests.app.test_machines_page import made_profile
 from tests.helpers import shipped_runs

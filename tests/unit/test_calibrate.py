@@ -10,8 +10,12 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from core import calibrate, census, costmodel, devices, gc_watch, module_probes, op_probes, profiles, runlock, settings
-from core.cli import main
+from core import devices, settings
+from core.calibration import calibrate, module_probes, op_probes
+from core.measure import census, gc_watch
+from core.model import costmodel, profiles
+from core.store import runlock
+from core.commands.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -381,7 +385,7 @@ def test_the_backward_share_divides_by_the_training_calls_the_rate_probes_timed_
 
 
 def test_the_training_figure_is_where_the_model_prices_the_step_at_its_time_and_never_below_a_launch():
-    from core import costmodel, hardware
+    from core.model import costmodel, hardware
     shipped = json.loads((settings.APP_ROOT / "results" / "intel-r-xeon-r-processor-8e260d9d" / "calibration" /
                           "profile.json").read_text())
     host, gpu = shipped["cpu"], shipped["gpus"]["cuda:0"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from core import census, graphs, timing
+from core.measure import census, graphs, timing
 
 FIELDS = {"operations", "kernels", "copies", "h2d_copies", "d2h_copies", "h2d_bytes", "d2h_bytes", "pinned_h2d_bytes",
           "syncs", "flops", "formula_flops", "bytes_moved", "top_by_count", "top_by_flops", "samples", "device",

@@ -1,9 +1,12 @@
-"""The chart grammar (core.charts), checked on the Vega-Lite specs the charts produce."""
+"""The chart grammar (core.present.charts), checked on the Vega-Lite specs the charts produce."""
 import numpy as np
 import pandas as pd
 import pytest
 
-from core import charts, experiments, published, results, settings, timing
+from core import experiments, published, settings
+from core.present import charts
+from core.store import results
+from core.measure import timing
 from tests.helpers import hand_rows
 
 

@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
-from core import cli, devices, experiments, results, runlock, settings
-from core.cli import main
+from core import devices, experiments, settings
+from core.commands import cli
+from core.store import results, runlock
+from core.commands.cli import main
 from tests.helpers import wait_for
 
 
@@ -181,7 +183,7 @@ def test_the_cli_and_the_test_helpers_run_without_the_report_s_and_the_app_s_lib
     # streamlit. A None in sys.modules makes importing it fail, as if it were not installed.
     code = ("import sys; sys.modules['vl_convert'] = sys.modules['streamlit'] = None\n"
             "import tests.helpers\n"
-            "from core.cli import main\n"
+            "from core.commands.cli import main\n"
             "sys.exit(main(['info']))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=settings.APP_ROOT)

@@ -4,17 +4,20 @@ import pandas as pd
 import pytest
 import torch
 
-from core import cli, devices, graphs, published, results, runner
+from core import devices, published
+from core.commands import cli
+from core.measure import graphs, runner
+from core.store import results
 from core.datasets import VALIDATION_ROWS
-from core.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
 from core.experiments.cnn import analysis, charts, experiment, model as cnn_model
 from core.experiments.cnn.experiment import AS_WRITTEN, EXPERIMENT, TUNED, plan
 from core.experiments.cnn.model import (MODELS, TRAINERS, BaseModel, GruRegressor, MnistNet, Tuned, build,
                                         sequences, synthetic_images, validation_loss, weights_checksum)
-from core.experiments.base import Point, RunState
+from core.measure.experiment import Point, RunState
 from core.params import ConfigError
-from core.results import RecordWriter
-from core.runner import run
+from core.store.results import RecordWriter
+from core.measure.runner import run
 from tests.helpers import hand_rows
 
 CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
@@ -84,7 +87,7 @@ def test_tuned_on_the_cpu_uses_the_fused_optimizer_and_no_graph():
 
 
 def _failing_capture(step, device, watched, enabled=True):
-    """What core.graphs does when capture fails after its warm-up steps: the eager step, and why."""
+    """What core.measure.graphs does when capture fails after its warm-up steps: the eager step, and why."""
     for _ in range(graphs.WARMUP_STEPS + 1):
         step()
     return step, "capture on cuda:0 failed: RuntimeError: simulated"

@@ -3,7 +3,9 @@ import copy
 
 import pytest
 
-from core import compare, results, settings
+from core import settings
+from core.report import compare
+from core.store import results
 from tests.helpers import shipped_runs
 
 SHIPPED = settings.APP_ROOT / "results"

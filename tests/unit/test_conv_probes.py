@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from core import conv_probes, costmodel, hardware, profiles
+from core.model import conv_probes, costmodel, hardware, profiles
 
 
 @pytest.mark.parametrize("size, rank, flops", [

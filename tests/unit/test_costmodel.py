@@ -4,8 +4,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from core import hardware
-from core.costmodel import PARTS, PredictionError, crossover, per_unit, predict
+from core.model import hardware
+from core.model.costmodel import PARTS, PredictionError, crossover, per_unit, predict
 
 US = 1e-6
 CPU_FIGURES = {
@@ -197,7 +197,7 @@ def test_the_host_side_and_the_recording_calls_of_a_census_are_counted_whether_o
     # 3 recording adds Python issues (30 us each on the trained GPU), two 25 M-element muls (100 us each on the device)
     # and a recording op on the host's CPU tensors (the host's 10 us): the host's side is 90 us + 2 x (5 us + 4 us
     # launch) + 10 us = 118 us, a device-bound stretch of 3 x 2 us + 2 x 100 us = 206 us; twice
-    from core.costmodel import host_seconds, recording_calls
+    from core.model.costmodel import host_seconds, recording_calls
     on_host = op(where="cpu", kernel=False, autograd=True)  # not the GPU's: not among the recording calls
     found = census([op(autograd=True), BIG_MUL, on_host], [stretch([(0, 3), (1, 2), (2, 1)], times=2)])
     trained = gpu(training_op_overhead=30 * US)

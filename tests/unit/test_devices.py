@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from core import devices, runner, timing
-from core.experiments.base import Experiment, Point, RunState, SkipPoint, Variant, check_memory
+from core import devices
+from core.measure import runner, timing
+from core.measure.experiment import Experiment, Point, RunState, SkipPoint, Variant, check_memory
 
 
 def test_cpu_is_always_available_and_devices_are_checked():

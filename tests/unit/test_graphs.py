@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from core import devices, graphs
+from core import devices
+from core.measure import graphs
 
 CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
 needs_cuda = pytest.mark.skipif(not CUDA_DEVICES, reason="CUDA graphs need a CUDA device; none is present here")
@@ -99,7 +100,7 @@ def test_a_graph_on_the_stand_in_is_the_eager_step_in_the_replay_range():
 @needs_cuda
 @pytest.mark.parametrize("device", CUDA_DEVICES)
 def test_a_census_counts_a_captured_graphs_step_as_one_replay_of_its_operations(device):
-    from core import census
+    from core.measure import census
     model, step = sgd_step(device)
     replay = graphs.capture(step, device, model.parameters())
     found = census.of(replay, device).summary()

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from core import devices, hardware, profiles, published
+from core import devices, published
+from core.model import hardware, profiles
 
 GPUS = ("k80", "t4", "v100", "rtx-3080-ti", "a100-40gb-pcie", "a100-80gb-sxm", "l4", "rtx-4090", "h100-pcie", "h100-sxm",
         "h200")

@@ -3,13 +3,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core import devices, published, results, runner
-from core.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
-from core.experiments.base import Point, RunState
+from core import devices, published
+from core.store import results
+from core.measure import runner
+from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.measure.experiment import Point, RunState
 from core.experiments.iris import analysis, charts, experiment as iris, model
 from core.experiments.iris.model import Training, thinned
 from core.params import ConfigError
-from core.results import RecordWriter
+from core.store.results import RecordWriter
 from tests.helpers import hand_rows
 
 EXP = iris.EXPERIMENT
@@ -110,7 +112,7 @@ def test_the_loss_buffer_has_room_for_the_graph_helpers_extra_steps(one_thread):
     fresh = Training("cpu", seed=0, lr=0.01, epochs=1)
     fresh.buffered()
     stepped = Training("cpu", seed=0, lr=0.01, epochs=1)
-    for _ in range(model.CAPTURE_STEPS):  # what core.graphs runs before handing back the replay
+    for _ in range(model.CAPTURE_STEPS):  # what core.measure.graphs runs before handing back the replay
         stepped.step_and_record()  # past the one epoch: an index out of the buffer would raise here
     stepped.buffered()  # starts again from the seeded weights and the buffer's first entry
     assert stepped.logged == fresh.logged and len(stepped.logged) == 1

@@ -2,12 +2,15 @@ import pandas as pd
 import pytest
 import torch
 
-from core import analysis as shared, devices, published, results, runner, versions
-from core.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
-from core.experiments.base import Point, RunState, SkipPoint
+from core import devices, published, versions
+from core.present import analysis as shared
+from core.store import results
+from core.measure import runner
+from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.measure.experiment import Point, RunState, SkipPoint
 from core.experiments.jacobian import analysis, charts, experiment as jacobian, model as net
 from core.params import ConfigError
-from core.results import RecordWriter
+from core.store.results import RecordWriter
 from tests.helpers import hand_rows
 
 EXP = jacobian.EXPERIMENT

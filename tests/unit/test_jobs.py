@@ -6,7 +6,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from core import jobs, results, runlock, settings
+from core import settings
+from core.commands import jobs
+from core.store import results, runlock
 from core.params import ConfigError
 from tests.helpers import wait_for
 

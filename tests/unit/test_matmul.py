@@ -5,9 +5,10 @@ import pandas as pd
 import pytest
 import torch
 
-from core import devices, published, runner
-from core.analysis import NEEDS_GPU, NOT_REPRODUCED, REPRODUCED
-from core.experiments.base import Point, RunState
+from core import devices, published
+from core.measure import runner
+from core.present.analysis import NEEDS_GPU, NOT_REPRODUCED, REPRODUCED
+from core.measure.experiment import Point, RunState
 from core.experiments.matmul import analysis, experiment as matmul
 from tests.helpers import hand_rows, smoke_rows
 

@@ -5,12 +5,14 @@ import pandas as pd
 import pytest
 import torch
 
-from core import devices, graphs, published, results, runner
-from core.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
-from core.experiments.base import Point, RunState, SkipPoint
+from core import devices, published
+from core.measure import graphs, runner
+from core.store import results
+from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.measure.experiment import Point, RunState, SkipPoint
 from core.experiments.mlp_surface import analysis, charts, experiment, model
 from core.params import ConfigError
-from core.timing import Measurement
+from core.measure.timing import Measurement
 from tests.helpers import hand_rows, smoke_rows
 
 EXP = experiment.EXPERIMENT

@@ -4,7 +4,8 @@ operations (so that their difference is the module's Python alone), and the modu
 import pytest
 import torch
 
-from core import census, module_probes
+from core.measure import census
+from core.calibration import module_probes
 
 
 def _operations(call) -> list[tuple[str, int]]:

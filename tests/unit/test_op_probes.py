@@ -2,8 +2,9 @@
 records it, so that the cost model finds its figures under the census's name."""
 import pytest
 
-from core import census, op_probes
-from core.costmodel import op_name
+from core.measure import census
+from core.calibration import op_probes
+from core.model.costmodel import op_name
 
 
 @pytest.mark.parametrize("name", sorted(op_probes.PROBES))

@@ -1,8 +1,10 @@
 import pandas as pd
 import pytest
 
-from core import experiments, overview, results
-from core.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core import experiments
+from core.report import overview
+from core.store import results
+from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
 
 MARKS = {REPRODUCED: "[ok]", NOT_REPRODUCED: "[no]", ESTIMATED: "[est]", NEEDS_GPU: "[gpu]", NO_DATA: "[none]"}
 FAKE_GPU = "Fake GPU"

@@ -5,8 +5,13 @@ import warnings
 import pytest
 import torch
 
-from core import devices, ownmodel, profiles, settings, standin, standin_cpu_rnn, tables
-from core.cli import main
+from core import devices, settings
+from core.predict import ownmodel
+from core.model import profiles
+from core.measure import standin
+from core.measure.kernels import cpu_rnn
+from core.present import tables
+from core.commands.cli import main
 
 MODEL_FILE = '''
 import torch
@@ -138,7 +143,7 @@ def test_an_experiment_on_this_machine_prints_each_point(capsys, calibrated):
 
 
 def test_each_targets_lines_are_printed_before_the_next_targets_census_is_taken(capsys, calibrated, monkeypatch):
-    from core import predictions
+    from core.predict import predictions
     printed_before = []
     predict = predictions.predict_points
     monkeypatch.setattr(predictions, "predict_points", lambda *args, **kwargs: printed_before.append(
@@ -257,7 +262,7 @@ def test_your_own_model_may_take_indices(capsys, calibrated, model_file):
 
 @pytest.mark.parametrize("on_gpu, fused", [(False, "aten.mkldnn_rnn_layer"), (True, "aten._cudnn_rnn")])
 def test_your_own_lstm_is_counted_as_the_device_runs_it(model_file, on_gpu, fused):
-    if not (on_gpu or standin_cpu_rnn.runs_lstm()):
+    if not (on_gpu or cpu_rnn.runs_lstm()):
         pytest.skip("this torch runs a CPU LSTM step by step (no oneDNN)")
     spec = f"{model_file}:tagger"
     found = ownmodel.take(ownmodel.load(spec), ownmodel.parse_input("8x20:int64"), False, on_gpu)

@@ -1,12 +1,13 @@
-"""Measured figures in about.md (core.prose): which rows fill a placeholder, how it reads, what happens
+"""Measured figures in about.md (core.present.prose): which rows fill a placeholder, how it reads, what happens
 when nothing matches or a placeholder is wrong; and every about.md's prose is held to the rule that a
 figure is measured, published, or sourced."""
 import re
 
 import pytest
 
-from core import experiments, prose
-from core.experiments.base import parse_about
+from core import experiments
+from core.present import prose
+from core.measure.experiment import parse_about
 from tests.helpers import hand_rows
 
 NAMES = ("cnn", "tabnet", "mlp_surface", "iris", "jacobian", "matmul")

@@ -1,11 +1,12 @@
-"""Catalogue figures derived from the reference machines' calibrations (core.reference_figures): each rule by hand,
+"""Catalogue figures derived from the reference machines' calibrations (core.model.reference_figures): each rule by hand,
 the shipped catalogue's figures equal to what the shipped profiles hold, and clear errors when a rule cannot apply."""
 import json
 import math
 
 import pytest
 
-from core import costmodel, hardware, profiles, reference_figures, settings
+from core import settings
+from core.model import costmodel, hardware, profiles, reference_figures
 from tests.unit.test_hardware import made_profile
 
 US = 1e-6

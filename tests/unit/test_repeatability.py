@@ -4,8 +4,9 @@ import json
 import pandas as pd
 import pytest
 
-from core import devices, predictions
-from core.cli import main
+from core import devices
+from core.predict import predictions
+from core.commands.cli import main
 
 
 def run(started: str, medians: dict, config=None, status="complete", machine="box-1") -> dict:

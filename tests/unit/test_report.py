@@ -5,8 +5,10 @@ import shutil
 
 import pytest
 
-from core import report, results, settings
-from core.cli import main
+from core import settings
+from core.report import single_file
+from core.store import results
+from core.commands.cli import main
 from tests.helpers import shipped_runs
 
 SHIPPED = settings.APP_ROOT / "results"
@@ -22,7 +24,7 @@ def document(tmp_path_factory):
     results.write_atomic(folder / MACHINE.name / f"{record['run_id']}.json", record)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(settings.RESULTS_ENV, str(folder))
-        return report.build()
+        return single_file.build()
 
 
 def test_nothing_is_fetched_from_outside_the_file(document):

@@ -5,9 +5,11 @@ import time
 import pytest
 from jsonschema import Draft202012Validator
 
-from core import cli, experiments, published, record_schema, results, settings
+from core import experiments, published, settings
+from core.commands import cli
+from core.store import record_schema, results
 from core.params import ConfigError
-from core.results import RecordWriter
+from core.store.results import RecordWriter
 
 
 def _writer(folder, config=None):

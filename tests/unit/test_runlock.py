@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from core import runlock, settings
+from core import settings
+from core.store import runlock
 from core.params import ConfigError
 
 
@@ -55,7 +56,8 @@ def test_racing_starts_give_one_holder_and_every_loser_is_told_which(results_dir
 LOOKER = """
 import sys
 from pathlib import Path
-from core import runlock, settings
+from core import settings
+from core.store import runlock
 stop = Path(sys.argv[1])
 print("looking", flush=True)
 while not stop.exists():

@@ -5,8 +5,10 @@ import json
 
 import pandas as pd
 
-from core import census, experiments, results, runner
-from core.results import RecordWriter
+from core import experiments
+from core.measure import census, runner
+from core.store import results
+from core.store.results import RecordWriter
 
 
 def _run(name: str, results_dir, **overrides) -> dict:
@@ -67,7 +69,7 @@ def test_a_failing_census_is_recorded_and_the_measurement_stands(results_dir, mo
 
 
 def test_the_cli_prints_each_points_census_per_unit(results_dir, capsys):
-    from core.cli import main
+    from core.commands.cli import main
     assert main(["run", "matmul", "--preset", "smoke", "--device", "cpu", "--set", "sizes=32",
                  "--set", "variants=torch cpu"]) == 0
     out = capsys.readouterr().out
@@ -93,7 +95,7 @@ def test_a_run_on_gpus_alone_takes_no_stand_in_census_and_a_cpu_run_does(results
 
 
 def test_a_cancel_among_the_stand_ins_leaves_the_run_complete_with_those_taken(results_dir, monkeypatch):
-    from core import standin
+    from core.measure import standin
     taken = []
     real_entry = standin.entry
 

@@ -1,7 +1,7 @@
-"""Which runs a page shows by default, and how runs are named (core.runs)."""
+"""Which runs a page shows by default, and how runs are named (core.store.runs)."""
 import pandas as pd
 
-from core import results, runs
+from core.store import results, runs
 
 MACHINES = {"m1": "Intel(R) Xeon(R) Processor (2 threads) / no GPU", "m2": "AMD EPYC 7B13 (8 threads) / NVIDIA T4"}
 

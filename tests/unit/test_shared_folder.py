@@ -3,8 +3,11 @@ only under its own machine id, another machine's run never makes this one busy, 
 import fcntl
 import json
 
-from core import devices, jobs, profiles, results, runlock, settings
-from core.cli import main
+from core import devices, settings
+from core.commands import jobs
+from core.model import profiles
+from core.store import results, runlock
+from core.commands.cli import main
 from tests.app.test_machines_page import made_profile
 
 SHIPPED = settings.APP_ROOT / "results"

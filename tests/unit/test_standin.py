@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from core import census, standin, timing
+from core.measure import census, standin, timing
 from core.experiments import get
-from core.experiments.base import Experiment, Point, RunState, SkipPoint, Variant
+from core.measure.experiment import Experiment, Point, RunState, SkipPoint, Variant
 
 
 def test_the_stand_in_plans_a_gpus_variants():

@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils import flop_counter
 
-from core import census, standin, standin_cpu_attention
+from core.measure import census, standin
+from core.measure.kernels import cpu_attention
 
 FLASH = "aten._scaled_dot_product_flash_attention_for_cpu"
 
@@ -79,4 +80,4 @@ def test_the_fused_call_counts_sdpa_s_flops():
     (800, 1024, [(256, 512, 6), (32, 512, 2)]),                 # 256 rows from 768
 ])
 def test_a_head_s_blocks_are_the_kernel_s(queries, keys, blocks):
-    assert standin_cpu_attention.blocks(queries, keys) == blocks
+    assert cpu_attention.blocks(queries, keys) == blocks

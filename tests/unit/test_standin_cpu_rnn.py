@@ -5,9 +5,10 @@ import pytest
 import torch
 from torch import nn
 
-from core import census, standin, standin_cpu_rnn
+from core.measure import census, standin
+from core.measure.kernels import cpu_rnn
 
-ONEDNN = pytest.mark.skipif(not standin_cpu_rnn.runs_lstm(), reason="this torch has no oneDNN LSTM to play")
+ONEDNN = pytest.mark.skipif(not cpu_rnn.runs_lstm(), reason="this torch has no oneDNN LSTM to play")
 FUSED = ("aten.mkldnn_rnn_layer", "aten.mkldnn_rnn_layer_backward")
 STEP_OPS = {"aten.sigmoid_", "aten.tanh", "aten.tanh_", "aten.unsafe_split"}
 

@@ -4,9 +4,9 @@ import pytest
 import torch
 from torch import nn
 
-from core import census, standin
+from core.measure import census, standin
 from core.experiments import get
-from core.experiments.base import Point
+from core.measure.experiment import Point
 
 STEP_OPS = {"aten.sigmoid", "aten.sigmoid_", "aten.tanh", "aten.tanh_", "aten.unsafe_chunk", "aten.unsafe_split"}
 

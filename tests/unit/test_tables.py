@@ -1,4 +1,4 @@
-"""Tables for people (core.tables): headings, rounding, missing values, what an empty table waits for, and
+"""Tables for people (core.present.tables): headings, rounding, missing values, what an empty table waits for, and
 every experiment's TABLES read that way."""
 import math
 import re
@@ -6,8 +6,10 @@ import re
 import pandas as pd
 import pytest
 
-from core import experiments, published, results, tables
-from core.tables import MISSING, NEEDS_GPU, NO_MATCH, Table
+from core import experiments, published
+from core.store import results
+from core.present import tables
+from core.present.tables import MISSING, NEEDS_GPU, NO_MATCH, Table
 from tests.helpers import hand_rows
 
 

@@ -3,12 +3,14 @@ import math
 import pandas as pd
 import pytest
 
-from core import devices, published, results, runner, timing
-from core.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
-from core.experiments.base import Point, RunState
+from core import devices, published
+from core.store import results
+from core.measure import runner, timing
+from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.measure.experiment import Point, RunState
 from core.experiments.tabnet import analysis, charts as tabnet_charts, experiment as tabnet
 from core.params import ConfigError
-from core.results import RecordWriter
+from core.store.results import RecordWriter
 from tests.helpers import hand_rows
 
 EXP = tabnet.EXPERIMENT

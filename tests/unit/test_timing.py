@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from core import timing
-from core.timing import Measurement, Workload
+from core.measure import timing
+from core.measure.timing import Measurement, Workload
 
 
 class Recorder:

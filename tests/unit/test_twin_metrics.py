@@ -3,7 +3,7 @@ prediction can give: its time metrics scaled by predicted / measured, and what d
 import pandas as pd
 import pytest
 
-from core import predictions
+from core.predict import predictions
 
 TWIN = {"run_id": "r1", "variant": "tuned", "point": "batch_size=64", "device": "cpu", "point_status": "ok",
         "median_s": 2.0, "step_s": 0.5, "steps_per_epoch": 8, "role": "sweep", "cuda_graph": False,

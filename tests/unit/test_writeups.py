@@ -1,4 +1,4 @@
-"""The write-up validation (core/writeups.py and each experiment's writeup.py): every published timing figure
+"""The write-up validation (core/predict/writeups.py and each experiment's writeup.py): every published timing figure
 and speedup declared, the scales by hand, validate() on stubbed censuses and predictions, the stored table."""
 import json
 import math
@@ -7,8 +7,12 @@ import pandas as pd
 import pytest
 import torch
 
-from core import costmodel, devices, experiments, published, results, settings, standin, writeups
-from core.experiments.base import Point
+from core import devices, experiments, published, settings
+from core.model import costmodel
+from core.store import results
+from core.measure import standin
+from core.predict import writeups
+from core.measure.experiment import Point
 
 FIGURE_IDS = {entry["id"] for entry in writeups.figures()}
 
@@ -133,7 +137,7 @@ def test_validate_gives_the_ratio_by_hand_and_takes_each_census_once(stubbed):
 @pytest.mark.parametrize("read_only", [False, True])
 def test_predict_writeups_says_where_it_saved_or_that_a_read_only_instance_saves_nothing(
         stubbed, results_dir, monkeypatch, capsys, read_only):
-    from core.cli import main
+    from core.commands.cli import main
     take, _ = stubbed
     validate = writeups.validate
     monkeypatch.setattr(writeups, "validate", lambda progress=None: validate(progress, take, only=["iris-total.gpu"]))

@@ -1,14 +1,14 @@
 """The CNN experiment's tables and claims, over the rows frame: GPU/CPU speedups and the data-size
-crossover (paired by core.analysis), the tuned variant's gain, and the write-up's 10-epoch times."""
+crossover (paired by core.present.analysis), the tuned variant's gain, and the write-up's 10-epoch times."""
 import numpy as np
 import pandas as pd
 
-from core import analysis
-from core.analysis import NO_DATA, Claim, Finding, NoFinding
+from core.present import analysis
+from core.present.analysis import NO_DATA, Claim, Finding, NoFinding
 from core.experiments.cnn.experiment import AS_WRITTEN
 from core.experiments.cnn.model import MODELS
 from core.published import figure_text
-from core.tables import Table
+from core.present.tables import Table
 
 SMALL_DATA_ROWS = 100_000      # the write-up: the CPU is faster with 1e3 to 1e5 rows
 MODEST_GAIN = (1.0, 2.0)       # "only about 30%": faster on the GPU, but by less than 2x
@@ -20,7 +20,7 @@ PER_BATCH = ["machine_id", "device", "variant", "model", "batch_size"]
 
 
 def measured(rows: pd.DataFrame) -> pd.DataFrame:
-    """The points to compare (core.analysis.latest), with this experiment's columns even when empty."""
+    """The points to compare (core.present.analysis.latest), with this experiment's columns even when empty."""
     data = analysis.latest(rows)
     return data.reindex(columns=[*data.columns, *(c for c in POINT_COLUMNS if c not in data)])
 
@@ -41,7 +41,7 @@ def per_batch(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def gpu_speedups(rows: pd.DataFrame) -> pd.DataFrame:
-    """CPU time / accelerator time per epoch for every point measured on both (core.analysis pairing)."""
+    """CPU time / accelerator time per epoch for every point measured on both (core.present.analysis pairing)."""
     return analysis.speedups(measured(rows))
 
 

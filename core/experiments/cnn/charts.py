@@ -4,8 +4,8 @@ import numpy as np
 import altair as alt
 import pandas as pd
 
-from core import charts as grammar
-from core.analysis import ok, on_accelerator
+from core.present import charts as grammar
+from core.present.analysis import ok, on_accelerator
 from core.experiments.cnn.analysis import published_speedups
 from core.experiments.cnn.model import MODELS
 

@@ -3,9 +3,10 @@ with the PyTorch MNIST network (2-D) and a small GRU as contrasts; the author's 
 a tuned one, on every device, from the same starting weights. One timed call is one training epoch."""
 from typing import Iterator
 
-from core import devices, timing
+from core import devices
+from core.measure import timing
 from core.datasets import VALIDATION_ROWS
-from core.experiments.base import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
+from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
                                    data_resident)
 from core.experiments.cnn.model import (MODELS, TRAINERS, VALIDATION_CHUNK, build, validation_loss,
                                         weights_checksum)

@@ -9,7 +9,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-from core import devices, graphs
+from core import devices
+from core.measure import graphs
 from core.datasets import FEATURES, random_regression
 
 IMAGE_SIDE = 28
@@ -180,7 +181,7 @@ class Tuned:
     """Data resident on the device; each epoch draws a permutation there and gathers every batch by
     index; the loss is summed on the device and read only after the epoch; fused Adam. On CUDA the
     whole step (gather, forward, backward, optimiser) is captured once as a CUDA graph and replayed
-    (core.graphs); when capture fails the step runs eagerly and `graph_error` says why."""
+    (core.measure.graphs); when capture fails the step runs eagerly and `graph_error` says why."""
 
     def __init__(self, model: nn.Module, loss: Callable, x: torch.Tensor, y: torch.Tensor, batch: int,
                  device: str, seed: int, lr: float, cuda_graph: bool = True):

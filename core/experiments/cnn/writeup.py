@@ -1,10 +1,10 @@
-"""How the write-ups' timing figures for this page are replicated by the cost model (core.writeups): the 1-D
+"""How the write-ups' timing figures for this page are replicated by the cost model (core.predict.writeups): the 1-D
 CNN's 10-epoch times at four batch sizes (seed 000) and the PyTorch MNIST example's (seed 002). An epoch's
 steps repeat, so one epoch censused over a few steps scales to the write-up's rows by their ratio. The GRU's
 gain (seed 000, about 100x) is one such epoch on each device."""
 from core.experiments.cnn.experiment import AS_WRITTEN
 from core.experiments.cnn.model import GRU_HIDDEN, MODELS, SEQUENCE_FEATURES, SEQUENCE_STEPS
-from core.writeups import Replica, Speedup, epoch_rows, epochs_of_rows
+from core.predict.writeups import Replica, Speedup, epoch_rows, epochs_of_rows
 
 EPOCHS = 10  # the published figures are seconds for 10 epochs
 MNIST_BATCH = 64  # the MNIST example's default --batch-size

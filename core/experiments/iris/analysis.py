@@ -2,10 +2,11 @@
 tuned learns the same model, and how often a forward hook runs."""
 import pandas as pd
 
-from core import analysis, runs
-from core.analysis import NEEDS_GPU, NO_DATA, Claim, Finding, NoFinding
+from core.present import analysis
+from core.store import runs
+from core.present.analysis import NEEDS_GPU, NO_DATA, Claim, Finding, NoFinding
 from core.experiments.iris.experiment import AS_WRITTEN, CHECK_CALLS, HOOK_CHECK, NEVER, PAPER_EPOCHS, TUNED
-from core.tables import Table
+from core.present.tables import Table
 
 BARELY = 1.25                   # reading every epoch costs at most 25% more than never reading
 DEVICE_KEYS = ["machine_id", "config_id", "device"]   # one device of one machine, one configuration

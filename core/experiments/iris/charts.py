@@ -3,8 +3,8 @@ interval, the loss curves, the per-epoch cost, and the model(x) vs model.forward
 import altair as alt
 import pandas as pd
 
-from core import charts as grammar
-from core.analysis import ok
+from core.present import charts as grammar
+from core.present.analysis import ok
 from core.experiments.iris.analysis import interval_label, interval_order, training_rows
 from core.experiments.iris.experiment import AS_WRITTEN, HOOK_CHECK, NEVER, PAPER_EPOCHS, TUNED
 

@@ -1,8 +1,9 @@
 """Experiment 4: the write-up's 4 -> 10 -> 3 MLP on Iris, full-batch SGD, on each device: total and
 per-epoch time, the cost of reading the loss to the host every k epochs, a variant that reads it once
 (and on CUDA replays the step as a graph), and the model(x) vs model.forward(x) hook check."""
-from core import devices, published, timing
-from core.experiments.base import Experiment, Point, RunState, Variant
+from core import devices, published
+from core.measure import timing
+from core.measure.experiment import Experiment, Point, RunState, Variant
 from core.experiments.iris.model import Training, initial_model, iris_data, thinned
 from core.params import ConfigError, Param
 

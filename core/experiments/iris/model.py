@@ -1,15 +1,15 @@
 """The write-up's Iris classifier (4 -> 10 -> 3 MLP), its data, and the training loops that differ only
 in how the loss comes back to the host: `loss.item()` every k epochs (as written), or every loss written
 into a preallocated device buffer and read once at the end (tuned; on CUDA its step is replayed as a
-CUDA graph through core.graphs)."""
+CUDA graph through core.measure.graphs)."""
 from functools import lru_cache
 
 import torch
 from torch import nn
 
-from core import graphs
+from core.measure import graphs
 
-# Steps core.graphs runs before handing back a captured step (its warm-up steps, the captured call and
+# Steps core.measure.graphs runs before handing back a captured step (its warm-up steps, the captured call and
 # one checking replay): each may write a loss at the cursor, so the buffer has room for them past the
 # last epoch (an out-of-range index_copy_ on CUDA is a device-side assert).
 CAPTURE_STEPS = graphs.WARMUP_STEPS + 2

@@ -1,8 +1,8 @@
 """How the write-up's Iris timing figures (seed 003: seconds for 20,000 full-batch epochs, the loss read
-every k epochs) are replicated by the cost model (core.writeups). A sample is one run of the configured
+every k epochs) are replicated by the cost model (core.predict.writeups). A sample is one run of the configured
 epochs; its epochs repeat (a read every k of them), so a run of a multiple of k epochs scales to 20,000."""
 from core.experiments.iris.experiment import AS_WRITTEN, PAPER_EPOCHS
-from core.writeups import Replica
+from core.predict.writeups import Replica
 
 MIN_EPOCHS = 200  # epochs censused: at least this many, and a multiple of the read interval
 

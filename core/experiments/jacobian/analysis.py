@@ -4,11 +4,12 @@ marked estimated."""
 import numpy as np
 import pandas as pd
 
-from core import analysis, published
-from core.analysis import NO_DATA, Claim, Finding, NoFinding
+from core import published
+from core.present import analysis
+from core.present.analysis import NO_DATA, Claim, Finding, NoFinding
 from core.experiments.jacobian.experiment import (AS_WRITTEN, COMPLEXITY, METHODS, MOVE, PER_SAMPLE, duration,
                                                   extrapolation_fit)
-from core.tables import Table
+from core.present.tables import Table
 
 SERIES = ["machine_id", "machine", "config_id", "device"]  # one configuration's points on one device
 PAIRED_BY = ["machine_id", "config_id"]                     # a GPU's and its machine's CPU's (the shared rule)
@@ -20,7 +21,7 @@ WRITE_UP_MAX_VAL = int(published.load("jacobian")["val"].max())
 
 
 def _latest(rows: pd.DataFrame, variants) -> pd.DataFrame:
-    """The latest complete run's measured points of these variants (core.analysis.latest)."""
+    """The latest complete run's measured points of these variants (core.present.analysis.latest)."""
     if rows.empty or "val" not in rows.columns:
         return pd.DataFrame(columns=[*SERIES, "variant", "val", "median_s"])
     data = analysis.latest(rows)

@@ -2,8 +2,8 @@
 import altair as alt
 import pandas as pd
 
-from core import charts as grammar
-from core.analysis import ok
+from core.present import charts as grammar
+from core.present.analysis import ok
 from core.experiments.jacobian.analysis import gains_over_written
 from core.experiments.jacobian.experiment import JACOBIAN, MOVE, MOVE_UNIT
 

@@ -12,8 +12,9 @@ import pandas as pd
 import torch
 from scipy.optimize import nnls
 
-from core import devices, published, timing, versions
-from core.experiments.base import MEMORY_FRACTION, Experiment, Point, RunState, SkipPoint, Variant, check_memory
+from core import devices, published, versions
+from core.measure import timing
+from core.measure.experiment import MEMORY_FRACTION, Experiment, Point, RunState, SkipPoint, Variant, check_memory
 from core.experiments.jacobian import model as net
 from core.params import Param
 

@@ -1,9 +1,9 @@
 """How the write-up's Jacobian timing figures (seed 004: the wall time of one written call at val 100 and
-1000, and of moving the network and the input to the GPU) are replicated by the cost model (core.writeups).
+1000, and of moving the network and the input to the GPU) are replicated by the cost model (core.predict.writeups).
 The written call is 400·val backward passes of a handful of operations each (400,000 at val 1000): far too many to census, so
 its prediction is taken at two small vals and extrapolated with the experiment's own time model."""
 from core.experiments.jacobian.experiment import AS_WRITTEN, COMPLEXITY, MOVE, fit_time_model
-from core.writeups import Fit, Replica
+from core.predict.writeups import Fit, Replica
 
 CENSUSED_VALS = (10, 30)  # a few seconds of census each; the time model has two terms
 MOVED_VAL = 100           # the input of the write-up's move (its val at the time)

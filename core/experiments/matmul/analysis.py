@@ -1,12 +1,12 @@
 """The matrix-multiply experiment's tables and claims, over the rows frame."""
 import pandas as pd
 
-from core import analysis
-from core.analysis import Claim, Finding
+from core.present import analysis
+from core.present.analysis import Claim, Finding
 from core.experiments.matmul.experiment import BASELINE, GPU_PRODUCTS, TRANSFERS
 from core import published
 from core.published import figure_text
-from core.tables import Table
+from core.present.tables import Table
 
 RESIDENT, COPIED = "matmul-200-speedup.gpu.size200.torch-resident", "matmul-200-speedup.gpu.size200.torch-copy-pageable"
 CLAIM_SIZE = published.entry(RESIDENT)["params"]["size"]

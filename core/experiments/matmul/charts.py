@@ -2,8 +2,8 @@
 import altair as alt
 import pandas as pd
 
-from core import charts as grammar
-from core.analysis import ok
+from core.present import charts as grammar
+from core.present.analysis import ok
 from core.experiments.matmul.analysis import CLAIM_SIZE
 from core.experiments.matmul.experiment import BASELINE, TRANSFERS
 

@@ -7,8 +7,9 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_info
 
-from core import devices, timing
-from core.experiments.base import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
+from core import devices
+from core.measure import timing
+from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
                                    data_resident)
 from core.params import Param
 

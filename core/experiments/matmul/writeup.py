@@ -1,7 +1,7 @@
 """How the write-up's 200 x 200 speedups (seed 002: a K80 against numpy on a MacBook, about 6x with the
 operands already on the GPU and about 1x copying them in and the result out every time) are replicated by the
-cost model (core.writeups): one product on each side."""
-from core.writeups import Speedup
+cost model (core.predict.writeups): one product on each side."""
+from core.predict.writeups import Speedup
 
 SIZE = 200
 CPU_SIDE = "torch cpu"  # numpy's product is invisible to the census (NUMPY_UNTRACED)

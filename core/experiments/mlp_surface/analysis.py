@@ -3,11 +3,12 @@ epoch paired by the shared rule, the sample-size crossover, and the surfaces eac
 import numpy as np
 import pandas as pd
 
-from core import analysis, published
-from core.analysis import Claim, Finding, NoFinding
+from core import published
+from core.present import analysis
+from core.present.analysis import Claim, Finding, NoFinding
 from core.experiments.mlp_surface.model import AS_WRITTEN, SURFACE_GRID, TUNED, WITH_LOADER, target_surface
 from core.published import figure_text
-from core.tables import Table
+from core.present.tables import Table
 
 PAPER_SPEEDUP = "surface-speedup.gpu.samples40000"
 PAPER_SAMPLES = published.entry(PAPER_SPEEDUP)["params"]["samples"]

@@ -5,8 +5,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core import analysis, devices
-from core import charts as grammar
+from core import devices
+from core.present import analysis
+from core.present import charts as grammar
 from core.experiments.mlp_surface.analysis import has_surface
 from core.experiments.mlp_surface.model import HIGH, LOW, SURFACE_GRID, surface_axis, target_surface
 

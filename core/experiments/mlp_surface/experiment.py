@@ -5,8 +5,9 @@ import math
 
 import numpy as np
 
-from core import devices, timing
-from core.experiments.base import Experiment, Point, RunState, SkipPoint, Variant
+from core import devices
+from core.measure import timing
+from core.measure.experiment import Experiment, Point, RunState, SkipPoint, Variant
 from core.experiments.mlp_surface.model import AS_WRITTEN, TUNED, WITH_LOADER, Trainer
 from core.params import Param
 

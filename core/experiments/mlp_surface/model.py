@@ -1,6 +1,6 @@
 """The Flux write-up's regression network (2 -> 20 -> 5 -> 1, ReLU) fitted to MATLAB's peaks surface,
 and the three training loops Crossover times: full batch as written, minibatches from a DataLoader, and
-the tuned step (a CUDA graph on CUDA, through core.graphs) that reads the loss back only once, at the end."""
+the tuned step (a CUDA graph on CUDA, through core.measure.graphs) that reads the loss back only once, at the end."""
 from functools import lru_cache
 from itertools import islice
 
@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from core import devices, graphs
+from core import devices
+from core.measure import graphs
 
 AS_WRITTEN = "as written"
 WITH_LOADER = "with DataLoader"

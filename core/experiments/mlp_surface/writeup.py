@@ -1,8 +1,8 @@
 """How the write-up's GPU speedup on 40,000 samples (seed 001: about 200x over 2,000 full-batch epochs, compile
-and garbage-collection time taken out) is replicated by the cost model (core.writeups): a few as-written epochs
+and garbage-collection time taken out) is replicated by the cost model (core.predict.writeups): a few as-written epochs
 on each side, whose ratio is the 2,000 epochs' because the epochs repeat."""
 from core.experiments.mlp_surface.model import AS_WRITTEN
-from core.writeups import Speedup
+from core.predict.writeups import Speedup
 
 GRID = 200  # the write-up's 200 x 200 grid of inputs
 EPOCHS = 3

@@ -1,10 +1,10 @@
 """The TabNet experiment's tables and claims, over the rows frame."""
 import pandas as pd
 
-from core import analysis
-from core.analysis import Claim, Finding
+from core.present import analysis
+from core.present.analysis import Claim, Finding
 from core.experiments.tabnet.experiment import AS_WRITTEN, PARTS
-from core.tables import Table
+from core.present.tables import Table
 
 GAIN_RANGE = (1.3, 2.0)  # "30% to 100%" faster on the GPU
 FIGURES = ("tabnet-10-epochs",)
@@ -13,7 +13,7 @@ RATIO_COLUMNS = ["run_id", "machine", "device", "device_name", "variant", "batch
 
 def cpu_over_gpu(rows: pd.DataFrame) -> pd.DataFrame:
     """CPU time per epoch / GPU time per epoch (`speedup`), per machine, GPU, variant and batch size,
-    each GPU point beside the same point on its machine's CPU (core.analysis's pairing rule)."""
+    each GPU point beside the same point on its machine's CPU (core.present.analysis's pairing rule)."""
     paired = analysis.speedups(rows)
     if paired.empty:
         return pd.DataFrame(columns=RATIO_COLUMNS)

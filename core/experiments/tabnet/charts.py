@@ -2,8 +2,8 @@
 import altair as alt
 import pandas as pd
 
-from core import charts as grammar
-from core.analysis import ok, on_accelerator
+from core.present import charts as grammar
+from core.present.analysis import ok, on_accelerator
 from core.experiments.tabnet.analysis import published_cpu_over_gpu, time_split
 from core.experiments.tabnet.experiment import PARTS, WRITEUP_ROWS
 

@@ -9,8 +9,9 @@ import warnings
 import numpy as np
 import torch
 
-from core import datasets, devices, timing
-from core.experiments.base import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
+from core import datasets, devices
+from core.measure import timing
+from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
                                    data_resident)
 from core.params import ConfigError, Param
 

@@ -1,8 +1,8 @@
 """How the write-up's TabNet timing figures (seed 000: seconds for 10 epochs of fit on 1,000,000 rows at four
-batch sizes) are replicated by the cost model (core.writeups). A sample is one epoch's loader wait and
+batch sizes) are replicated by the cost model (core.predict.writeups). A sample is one epoch's loader wait and
 training steps; an epoch's batches repeat, so a few censused batches scale to the write-up's rows."""
 from core.experiments.tabnet.experiment import AS_WRITTEN, WRITEUP_EPOCHS, WRITEUP_ROWS
-from core.writeups import Replica, epochs_of_rows
+from core.predict.writeups import Replica, epochs_of_rows
 
 CENSUS_EPOCHS = 2  # the fewest a configuration allows; each is a sample
 

@@ -1,0 +1,225 @@
+"""What every experiment declares (parameters, presets, variants), the points it measures and the
+workload of each point. An experiment lives in a package of its own beside this module: the class and
+its workloads, `analysis.py` (TABLES, CLAIMS), `charts.py` (charts) and `about.md` (the prose)."""
+import importlib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from core import devices
+from core.present import prose, tables
+from core.measure import timing
+from core.params import ConfigError, Param, shown
+from core.published import figure_text
+
+PRESETS = ("smoke", "quick", "paper")
+ABOUT_SECTIONS = ("Claim", "Measured", "Why", "Notes", "Source")  # Source: the write-up cited, for readers of the file
+REQUIRED_SECTIONS = ABOUT_SECTIONS[:3]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of doing the work; `kinds` lists the device kinds it runs on."""
+    name: str
+    help: str
+    kinds: tuple[str, ...] = ("cpu", "cuda", "mps")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement to take: a device, a variant and the swept parameters."""
+    device: str
+    variant: str
+    params: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        swept = " ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.device} {self.variant} {swept}".strip()
+
+
+class SkipPoint(Exception):
+    """Raised while building a workload to record the point as skipped (with why, and any
+    estimates) instead of running it."""
+    def __init__(self, reason: str, **metrics):
+        super().__init__(reason)
+        self.metrics = metrics
+
+
+# -- the memory guard: a point estimated not to fit is skipped before it allocates ----------------------
+MEMORY_FRACTION = Param("memory_fraction", float, 0.5, "share of the free memory a point may use (its "
+                        "device's, and the host's for what is built there): a point estimated to need more "
+                        "is skipped", low=0.05, high=1.0)
+LAST_DATA = "last data"  # RunState.memo: the key of the data set the run's last point built
+
+
+def check_memory(device: str, fraction: float, device_bytes: float, host_bytes: float = 0.0,
+                 recorded: dict | None = None) -> dict:
+    """A point's estimated peak bytes beside the free memory, as metrics: `estimated_bytes` and `free_bytes`
+    on its device (on the CPU the host's bytes count there too) and, on a GPU that needs host memory as well,
+    `estimated_host_bytes` and `free_host_bytes`. Raises SkipPoint with them (and `recorded`) when a need
+    exceeds `fraction` of what is free."""
+    apart = devices.is_accelerator(device) and host_bytes > 0
+    needs = [(device, device_bytes + (0.0 if apart else host_bytes), "")]
+    if apart:
+        needs.append(("cpu", host_bytes, "host_"))
+    metrics = {}
+    for where, need, prefix in needs:
+        metrics |= {f"estimated_{prefix}bytes": float(need), f"free_{prefix}bytes": devices.free_memory(where)}
+    for where, need, prefix in needs:
+        free = metrics[f"free_{prefix}bytes"]
+        if need > fraction * free:
+            raise SkipPoint(f"needs about {need / 1e9:.3g} GB{' of host memory' if prefix else ''}; {where} has "
+                            f"{free / 1e9:.3g} GB free and a point may use {fraction:.0%} of it (memory_fraction)",
+                            **metrics, **(recorded or {}))
+    return metrics
+
+
+def data_resident(run: "RunState", key) -> bool:
+    """Whether the run's last point built this data set: the experiments' lru caches keep at least the latest
+    one, so it is already held (out of the free memory) and needs no room again."""
+    return run.memo.get(LAST_DATA) == key
+
+
+class RunState:
+    """What the points of one run share, and nothing outlives: the rows measured so far, a scratch
+    dict for the experiment (calibrations, references), and the runner's timer for probes."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.memo: dict = {}
+
+    @staticmethod
+    def time(workload: timing.Workload, device: str) -> timing.Measurement:
+        return timing.run(workload, device)
+
+
+class Experiment:
+    """Subclasses set the class attributes and implement `points` and `workload`."""
+    name: str
+    title: str
+    order: int = 100
+    source: str = ""        # the write-up it reproduces: its id in core/published.json's `sources`
+    params: tuple[Param, ...] = ()
+    presets: dict[str, dict] = {}
+    variants: tuple[Variant, ...] = ()
+    malloc_mmap_threshold: int | None = None  # glibc: bytes from which a run maps (and unmaps) its allocations
+
+    # -- configuration -------------------------------------------------------------------------
+    def all_params(self) -> tuple[Param, ...]:
+        names = tuple(v.name for v in self.variants)
+        return self.params + (Param("variants", str, names, "which variants to run", choices=names, many=True),)
+
+    def param(self, name: str) -> Param:
+        for p in self.all_params():
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in self.all_params())
+        raise ConfigError(name, f"unknown parameter for {self.name}; known: {known}")
+
+    def config(self, preset: str = "quick", overrides: dict[str, Any] = None) -> dict:
+        """The preset's values with `overrides` applied, each checked; raises ConfigError."""
+        if preset not in PRESETS:
+            raise ConfigError("preset", f"{shown(preset)} is not one of {', '.join(PRESETS)}")
+        values = {p.name: p.default for p in self.all_params()} | self.presets.get(preset, {})
+        for name, value in (overrides or {}).items():
+            self.param(name)
+            values[name] = value
+        checked = {p.name: p.check(values[p.name]) for p in self.all_params()}
+        self.validate(checked)
+        return checked
+
+    def validate(self, config: dict) -> None:
+        """Cross-field checks; raise ConfigError naming the field."""
+
+    # -- planning and measuring ----------------------------------------------------------------
+    def variants_for(self, config: dict, device: str) -> list[Variant]:
+        kind = devices.plays(device)  # the stand-in plans a GPU's variants
+        return [v for v in self.variants if v.name in config["variants"] and kind in v.kinds]
+
+    def points(self, config: dict, device: str) -> list[Point]:
+        raise NotImplementedError
+
+    def plan(self, config: dict, device_names: list[str]) -> list[Point]:
+        """Every point on every device; ConfigError when the chosen variants leave none."""
+        points = [p for d in device_names for p in self.points(config, d)]
+        if points:
+            return points
+        cannot = "; ".join(f"{d} cannot run {', '.join(config['variants'])} (it runs "
+                           f"{', '.join(v.name for v in self.variants if devices.plays(d) in v.kinds) or 'nothing'})"
+                           for d in device_names)
+        raise ConfigError("variants", f"no point to measure: {cannot}")
+
+    def workload(self, point: Point, config: dict, run: RunState) -> timing.Workload:
+        """The work of one point, for the runner to time. Raise SkipPoint to skip it with a reason."""
+        raise NotImplementedError
+
+    def estimate_seconds(self, config: dict, device: str) -> float:
+        """A rough guess of the run's wall time on this device, shown before a run as an estimate."""
+        return 5.0 * len(self.points(config, device))
+
+    # -- what the page shows: the package's analysis, charts and prose ---------------------------
+    def _part(self, name: str):
+        return importlib.import_module(f"{sys.modules[type(self).__module__].__package__}.{name}")
+
+    def verdicts(self, rows: pd.DataFrame, published: pd.DataFrame, predicted: pd.DataFrame = None,
+                 accuracy: str = "") -> list:
+        """Each claim's verdict; where one needs a GPU, the predicted answer from `predicted` GPU rows."""
+        from core.present.analysis import evaluate
+        return [evaluate(claim, rows, published, predicted, accuracy) for claim in self._part("analysis").CLAIMS]
+
+    def table_makers(self) -> dict:
+        """The package's TABLES: title -> a core.present.tables.Table (or any function of the rows frame)."""
+        return self._part("analysis").TABLES
+
+    def tables(self, rows: pd.DataFrame, run_names: dict | None = None) -> dict[str, pd.DataFrame]:
+        """Each table of TABLES for people (core.present.tables.readable: human headings, rounded figures, runs named
+        by `run_names`)."""
+        return {title: tables.for_people(make, rows, run_names) for title, make in self.table_makers().items()}
+
+    def charts(self, rows: pd.DataFrame, published: pd.DataFrame) -> list:
+        return self._part("charts").charts(rows, published)
+
+    def about(self, rows: pd.DataFrame | None = None) -> dict[str, str]:
+        """The sections of about.md (Claim, Measured, Why, Notes, Source), published figures filled in, and measured
+        ones from `rows` (this experiment's rows frame; without it every measured figure reads as not
+        measured yet). A placeholder that can never be filled raises PlaceholderError."""
+        folder = Path(sys.modules[type(self).__module__].__file__).parent
+        return parse_about((folder / "about.md").read_text(encoding="utf-8"), rows, self)
+
+    @property
+    def claim(self) -> str:
+        return self.about()["Claim"]
+
+
+def parse_about(text: str, rows: pd.DataFrame | None = None, experiment: Experiment | None = None) -> dict[str, str]:
+    """`## Section` blocks of an about.md, its placeholders filled:
+
+    - `{published:ID}`: that figure of core/published.json, its value and unit ("11.29 s", "6x").
+    - `{measured:FIELD|key=value|...}`: a figure of `rows` (core.present.prose), e.g.
+      `{measured:census|variant=as written|device=cpu}` reads "38 operations, 38 kernels, 1 host sync and
+      0 copies per epoch"; `{measured:share:host|device=cpu}` reads "62%". FIELD is a census count
+      (`census_operations`, `census_kernels`, `census_syncs`, `census_copies`, `census_flops`, ...), `census`
+      (all counts), `top` (most frequent operations), a breakdown part (`time_host_s`, ...), `median_s`,
+      `share:PART` (PART: compute, copies, sync, loading, host) or a metric with a unit (`gb_per_s`,
+      `first_epoch_s`, ...); keys pick rows by `variant`, `device` (cpu, cuda, mps, gpu or a name) and
+      swept parameters (`batch_size=512`); `per=steps_per_epoch` states it per step. Figures are per unit
+      (divided by a sample's `per_call`), from this machine when it measured them, else the machine that
+      measured last; a line under the section says where they come from. Nothing measured yet reads
+      "*not measured yet*", with the command that measures it.
+
+    With `experiment`, every measured placeholder must match a point it plans (a known variant, device
+    kind and parameter values), else PlaceholderError names it, whether or not `rows` are given."""
+    text = re.sub(r"\{published:([^}]+)\}", lambda m: figure_text(m.group(1)), text)
+    parts = re.split(r"^## +(.+?)\s*$", text, flags=re.M)
+    sections = {name: body.strip() for name, body in zip(parts[1::2], parts[2::2])}
+    missing = [s for s in REQUIRED_SECTIONS if s not in sections]
+    if missing:
+        raise ValueError(f"about.md lacks the section(s) {', '.join(missing)}")
+    points = prose.planned_points(experiment, PRESETS) if experiment and "{measured" in text else None
+    here = devices.fingerprint()["machine_id"] if rows is not None and len(rows) else None
+    name = experiment.name if experiment else None
+    return {s: prose.fill(sections.get(s, ""), rows, name, points, here) for s in ABOUT_SECTIONS}

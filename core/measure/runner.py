@@ -1,0 +1,134 @@
+"""Runs an experiment's points one by one into a record: builds each point's workload, times it
+(core.measure.timing), takes the census of one sample and the profiler's breakdown of a few (core.measure.census,
+core.measure.breakdown), and writes the row; a failing point is recorded as such (out of memory, device error,
+skipped) and the run goes on with the next."""
+import signal
+import traceback
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from core import devices, settings
+from core.measure import breakdown, census, standin, timing
+from core.measure.experiment import Experiment, Point, RunState, SkipPoint
+from core.store.results import RecordWriter
+
+
+class Cancelled(Exception):
+    pass
+
+
+def _raise_cancelled(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: a second must not cut the record's last write
+    raise Cancelled()
+
+
+# A sample longer than this is neither censused nor profiled: each would add more than this to the run.
+INSPECT_LIMIT_S = 10.0
+
+
+def measure_point(experiment: Experiment, point: Point, config: dict, state: RunState = None,
+                  files: Path = None, stem: str = "point") -> dict:
+    """Time one point into a row. With `files` (a folder), also take the census of one sample and the
+    profiler's breakdown, whose trace and operator table are written there as `stem`.*."""
+    row = {"device": point.device, "variant": point.variant, "params": point.params, "status": "ok"}
+    try:
+        workload = experiment.workload(point, config, state or RunState())
+        row.update(unit=workload.unit, per_call=workload.per_call,
+                   torch_threads=workload.threads or torch.get_num_threads())
+        measurement = timing.run(workload, point.device)
+        row.update(measurement.to_dict(),
+                   metrics=workload.metrics | (workload.finish(measurement) if workload.finish else {}))
+        if files:
+            row.update(inspect(workload, point.device, measurement, files, stem))
+    except SkipPoint as skip:
+        row.update(status="skipped", error=str(skip), metrics=skip.metrics)
+    except (RuntimeError, MemoryError) as e:
+        row.update(status="oom" if devices.is_out_of_memory(e) else "error", error=f"{type(e).__name__}: {e}")
+        devices.release_cached_memory(point.device)
+    return row
+
+
+def inspect(workload: timing.Workload, device: str, measurement: timing.Measurement, files: Path,
+            stem: str) -> dict:
+    """The census and the breakdown of a timed workload (more calls of it, after its metrics were read). A
+    failure of either is recorded in its place: the measurement stands without them."""
+    if workload.untraced or measurement.median > INSPECT_LIMIT_S:
+        why = {"skipped": workload.untraced or f"one sample takes {measurement.median:.3g} s: the census and "
+                                               f"the profile are taken only when it takes under {INSPECT_LIMIT_S:g} s"}
+        return {"census": why, "breakdown": why}
+    found = {}
+    for name, take in (("census", lambda: census.take(workload, device)),
+                       ("breakdown", lambda: breakdown.take(workload, device, measurement.median, files, stem))):
+        try:
+            found[name] = take()
+        except (RuntimeError, MemoryError, ValueError, TypeError, NotImplementedError) as e:
+            found[name] = {"error": f"{type(e).__name__}: {e}"}
+            devices.release_cached_memory(device)
+    kernels = found["breakdown"].get("kernels")
+    if kernels is not None and "kernels" in found["census"]:
+        found["census"].update(profiler_kernels=kernels, kernel_difference=kernels - found["census"]["kernels"])
+    return found
+
+
+def run(experiment: Experiment, config: dict, device_names: list[str], writer: RecordWriter,
+        progress: Callable[[int, int, Point, dict], None] = None,
+        standin_progress: Callable[[int, int, Point, dict], None] = None,
+        starting: Callable[[int, int, Point], None] = None) -> str:
+    """Measure every point on every device, writing the record after each, then, unless every device is a
+    GPU, take the stand-in census of every point a GPU would run (core.measure.standin: what the cost model predicts
+    a GPU from, on any machine); returns the final status. SIGTERM cancels: the finished points stay in the
+    record (a cancel among the stand-ins leaves the run complete, with fewer than it planned). `starting` hears
+    of each point before it is measured, `progress` after (with its row), `standin_progress` of each census."""
+    settings.require_writable("runs")
+    points = experiment.plan(config, device_names)
+    state = RunState()
+    writer.start(len(points))  # before the handler: a refused start leaves no handler behind
+    previous = signal.signal(signal.SIGTERM, _raise_cancelled)
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # core.commands.jobs holds a cancel back until now
+        for i, point in enumerate(points, 1):
+            if starting:
+                starting(i, len(points), point)
+            row = measure_point(experiment, point, config, state, files=writer.path.with_suffix(""),
+                                stem=f"{i:03d}-{point.device.replace(':', '')}-{_slug(point.variant)}")
+            writer.add(row)
+            state.rows.append(row)
+            if progress:
+                progress(i, len(points), point, row)
+        on_gpus_alone = all(map(devices.is_accelerator, device_names))  # their rows hold the real censuses
+        _standins(experiment, [] if on_gpus_alone else standin.points(experiment, config), config, writer,
+                  standin_progress)
+        ok = any(r["status"] == "ok" for r in writer.record["rows"])
+        status = "complete" if ok else "failed"
+        writer.finish(status, None if ok else "no point could be measured")
+    except (Cancelled, KeyboardInterrupt):
+        status = "cancelled"
+        writer.finish(status, "cancelled by the user")
+    except Exception as e:
+        status = "failed"
+        writer.finish(status, "".join(traceback.format_exception_only(e)).strip())
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return status
+
+
+def _standins(experiment: Experiment, planned: list[Point], config: dict, writer: RecordWriter,
+              progress: Callable[[int, int, Point, dict], None] = None) -> None:
+    """Take the planned stand-in censuses; a cancel among them keeps those taken, fewer than the record says were
+    planned: every point is measured by then, and the stand-ins only feed predictions."""
+    writer.plan_standins(len(planned))
+    try:
+        for i, point in enumerate(planned, 1):
+            entry = standin.entry(experiment, point, config)
+            writer.add_standin(entry)
+            if progress:
+                progress(i, len(planned), point, entry)
+    except (Cancelled, KeyboardInterrupt):
+        return  # the run is complete: the record's count of them against its plan says they were cut
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower())

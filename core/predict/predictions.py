@@ -1,0 +1,421 @@
+"""The cost model's predictions where users see them: an experiment's points predicted on any hardware
+(`python -m core predict`), the predicted GPU rows beside the measured ones (the pages), and the model's
+accuracy on every machine that measured and calibrated (the Predictions page, the benchmark).
+
+A predicted row is never a measurement: its `provenance` is "predicted", its device the stand-in
+(`devices.STAND_IN`), its `device_name` the hardware with "(predicted)", and it holds no samples."""
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+
+from core import devices
+from core.calibration import calibrate
+from core.model import costmodel, hardware, profiles
+from core.store import results
+from core.measure import standin
+from core.measure.timing import call_text
+from core.measure.experiment import Experiment, Point
+
+PREDICTED, MEASURED = "predicted", "measured"
+WITHIN = 1.5  # the accuracy target on a machine that measured: predicted within this factor of measured
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """One point predicted on one target: the point, its unit and per_call, and the prediction (None with
+    `error` when the census or the model could not give one)."""
+    point: Point
+    unit: str | None
+    per_call: int
+    prediction: costmodel.Prediction | None
+    error: str | None = None
+
+    def to_dict(self, target: hardware.Target) -> dict:
+        found = self.prediction
+        return {"device": target.name, "hardware": target.title, "variant": self.point.variant,
+                "params": self.point.params, "unit": self.unit, "per_call": self.per_call,
+                "predicted_s": found.seconds if found else None,
+                "parts": found.parts if found else None, "error": self.error}
+
+
+def plan(experiment: Experiment, config: dict, target: hardware.Target) -> list[Point]:
+    """The points a target runs: a GPU's through its stand-in, a CPU's on the CPU."""
+    return standin.points(experiment, config) if target.gpu else experiment.plan(config, ["cpu"])
+
+
+def predict_points(experiment: Experiment, config: dict, target: hardware.Target,
+                   progress: Callable[[Point], None] = None,
+                   censuses: standin.Censuses = None) -> list[Predicted]:
+    """Take each point's census (on the stand-in for a GPU, on the CPU for a CPU) and predict it. `censuses`
+    (of standin.entry) keeps them across calls: a census counts the point's work, whatever hardware it is priced
+    on, so every other GPU (or CPU) predicted in the same command reuses it."""
+    censuses = censuses or standin.Censuses(standin.entry)
+    found = []
+    for point in plan(experiment, config, target):
+        found.append(_predicted(point, censuses.get(experiment, point, config), target))
+        if progress:
+            progress(point)
+    return found
+
+
+def _predicted(point: Point, entry: dict, target: hardware.Target) -> Predicted:
+    census = entry.get("census") or {}
+    why = census.get("skipped") or census.get("error")
+    if why:
+        return Predicted(point, entry.get("unit"), entry.get("per_call", 1), None, why)
+    try:
+        return Predicted(point, entry.get("unit"), entry.get("per_call", 1), costmodel.predict(census, target))
+    except costmodel.PredictionError as e:
+        return Predicted(point, entry.get("unit"), entry.get("per_call", 1), None, str(e))
+
+
+# -- the pages: predicted rows beside the measured ones ---------------------------------------------------
+def standin_rows(records: list[dict], experiment: str, target: hardware.Target) -> pd.DataFrame:
+    """The predicted rows of every record of `experiment` that holds stand-in censuses, in the rows
+    frame's columns (results.rows_frame), predicted on `target` (a GPU)."""
+    flat = []
+    for record in records:
+        if record["experiment"] != experiment:
+            continue
+        meta = results.record_summary(record)
+        for entry in record.get("standin") or ():
+            point = Point(devices.STAND_IN, entry["variant"], entry["params"])
+            flat.append(_row(meta, _predicted(point, entry, target), target))
+    return pd.DataFrame(flat) if flat else pd.DataFrame(columns=[*results.BASE_COLUMNS, "provenance", "hardware"])
+
+
+def driver(record: dict) -> str:
+    """The CPU that drives the GPU predicted for a run, set against its measured CPU: the run's own machine's where
+    it has a calibrated profile (one CPU on both sides), else this machine's (hardware.THIS)."""
+    machine = record.get("machine_id")
+    if machine and machine != devices.fingerprint()["machine_id"] and profiles.load(machine) is not None:
+        return machine
+    return hardware.THIS
+
+
+def driven_rows(records: list[dict], experiment: str, gpu: str) -> pd.DataFrame:
+    """standin_rows of each record on the GPU named `gpu`, driven by the record's driver: a predicted GPU point is
+    set against the CPU its own run measured, so the CPU on both sides is one (driving every run's GPU with this
+    machine's CPU, say, would set it against other machines' CPUs and flip a host-bound verdict)."""
+    hosts: dict[str, list[dict]] = {}
+    for record in records:
+        if record["experiment"] == experiment:
+            hosts.setdefault(driver(record), []).append(record)
+    found = [standin_rows(mine, experiment, hardware.resolve(gpu, host=host)) for host, mine in hosts.items()]
+    return pd.concat(found, ignore_index=True) if found else standin_rows([], experiment, None)
+
+
+def _row(meta: dict, found: Predicted, target: hardware.Target) -> dict:
+    prediction = found.prediction
+    parts = dict(prediction.parts) if prediction else {}
+    parts["host"] = parts.get("host", 0.0) + parts.pop("launches", 0.0)  # the measured breakdown's host holds launches
+    base = {**meta, "device": devices.STAND_IN, "device_name": f"{target.gpu.title} (predicted)",
+            "variant": found.point.variant, "point": results.point_key(found.point.params),
+            "point_status": "ok" if prediction else "error", "error": found.error, "unit": found.unit,
+            "per_call": found.per_call, "per_sample": call_text(found.unit, found.per_call) if found.unit else None,
+            "median_s": prediction.seconds if prediction else None, "provenance": PREDICTED,
+            "host_share": host_share(prediction) if prediction else None,
+            "hardware": target.title,
+            **{f"time_{part}_s": seconds for part, seconds in parts.items() if part != "launches"}}
+    return {**found.point.params, **base}
+
+
+TIME_METRIC = re.compile(r"(_s|_ms|_us)$|^(s|ms|us|seconds)_")  # a metric in time units: step_s, us_per_epoch
+NOT_PREDICTED = ("first_epoch_s",)  # start-up and warm-up: a prediction of one warm sample says nothing of it
+
+
+def with_twin_metrics(predicted: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """Predicted rows with the metrics of their CPU twin (the same run, variant and point, measured on the
+    CPU) that a prediction can give: a time metric (by its name's unit) scaled by predicted / measured
+    median, and what describes the point rather than its outcome (whole numbers, text: steps per epoch,
+    roles, syncs per epoch). Losses, flags of how the CPU ran and other measured figures stay empty."""
+    if predicted.empty or rows.empty:
+        return predicted
+    metrics = [c for c in rows.columns if c not in results.BASE_COLUMNS and c not in predicted.columns]
+    cpu = rows[(rows["device"] == "cpu") & (rows["point_status"] == "ok")]
+    twins = {(twin["run_id"], twin["variant"], twin["point"]): twin for twin in cpu.to_dict("records")}  # the last
+    filled = []
+    for row in predicted.to_dict("records"):
+        twin = twins.get((row["run_id"], row["variant"], row["point"]))
+        if twin is not None and row["median_s"] is not None:
+            scale = row["median_s"] / twin["median_s"]
+            row |= {name: value for name in metrics
+                    if (value := _twin_metric(name, twin[name], scale)) is not None}
+        filled.append(row)
+    return pd.DataFrame(filled)
+
+
+def _twin_metric(name: str, value, scale: float):
+    # a flag says how the CPU ran (a fused optimiser, a CUDA graph), not what the GPU would do
+    if name in NOT_PREDICTED or value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, float) and pd.isna(value):
+        return None
+    if isinstance(value, str):
+        return value
+    if TIME_METRIC.search(name) and isinstance(value, (int, float)):
+        return value * scale
+    return value if isinstance(value, int) or (isinstance(value, float) and value.is_integer()) else None
+
+
+# -- accuracy where a machine measured ----------------------------------------------------------------------
+ACCURACY_COLUMNS = ["experiment", "machine_id", "machine", "run_id", "device", "device_name", "variant", "point", "unit",
+                    "per_call", "measured_s", "cold", "predicted_s", "ratio", "within", "host_share", "bound",
+                    "hardware"]
+HOST_PARTS = ("host", "launches", "loading")  # what the host spends: the terms a GPU prediction takes from its CPU
+# What bounds a predicted point, by the host's share of it: the host terms (dispatch, Python, loading) are what
+# a GPU prediction of a small workload rests on; the CPU's own compute is not carried to a GPU.
+BOUNDS = ((0.8, "host-bound"), (0.5, "mixed"), (0.0, "compute-bound"))
+
+
+def accuracy(records: list[dict], latest_only: bool = True,
+             target_for: Callable[[dict, str], hardware.Target | None] = None) -> pd.DataFrame:
+    """For every measured point with a census, on a machine with a calibrated profile: the prediction for
+    that machine's own device beside the measured median. `ratio` = predicted / measured; `within`: the
+    ratio is within WITHIN either way; `host_share` the host's part of the predicted time and `bound` what
+    that makes the point (BOUNDS); `cold`: the measurement is a single first call (the run's budget left no
+    room for a warm-up), while the model predicts a warm one. Only each machine's latest complete run per
+    experiment and preset (`latest_only`), so that a point counts once. `target_for(record, device)` picks the
+    hardware predicted instead of the machine's own (None: not a point to check)."""
+    target_for = target_for or (lambda record, device: _own_target(record["machine_id"], device))
+    targets: dict[tuple[str, str], hardware.Target | None] = {}
+    flat = []
+    for record, counted in _latest(records) if latest_only else ((r, None) for r in records):
+        meta = results.record_summary(record)
+        for row in record["rows"]:
+            census = row.get("census") or {}
+            if row.get("status", "ok") != "ok" or "stretches" not in census or not row.get("median"):
+                continue
+            if (counted is not None and row["device"] not in counted) or graph_blind(row):
+                continue
+            key = (record["machine_id"], row["device"])
+            if key not in targets:
+                targets[key] = target_for(record, row["device"])
+            target = targets[key]
+            if target is None:
+                continue
+            try:
+                predicted = costmodel.predict(census, target)
+            except costmodel.PredictionError:  # a census this version cannot read: not a point to check against
+                continue
+            ratio = predicted.seconds / row["median"]
+            share = host_share(predicted)
+            flat.append({"experiment": meta["experiment"], "machine_id": meta["machine_id"], "machine": meta["machine"],
+                         "run_id": meta["run_id"],
+                         "device": row["device"], "device_name": results.device_name(record, row["device"]),
+                         "variant": row["variant"], "point": results.point_text(row.get("params", {})),
+                         "unit": row.get("unit"), "per_call": row.get("per_call", 1), "measured_s": row["median"],
+                         "cold": bool(row.get("cold")), "predicted_s": predicted.seconds, "ratio": ratio,
+                         "within": within(ratio),
+                         "host_share": share, "bound": bound(share), "hardware": target.title})
+    return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
+
+
+def graph_blind(row: dict) -> bool:
+    """A CUDA graph's replays ran in the row's samples, but its census saw none: one taken on a GPU before the
+    census counted a replay's operations there (ce96a56 and older), which leaves out the graph's work."""
+    return (devices.kind(row["device"]) == "cuda" and (row.get("metrics") or {}).get("cuda_graph") is True
+            and not (row.get("census") or {}).get("graph_replays"))
+
+
+def graph_blind_text(records: list[dict], machine_id: str, device: str) -> str:
+    """'' or a sentence saying how many of the device's latest points accuracy() leaves out as graph_blind."""
+    blind = sum(graph_blind(row) for record, counted in _latest(records) if record["machine_id"] == machine_id
+                for row in record["rows"] if row["device"] == device and device in counted)
+    if not blind:
+        return ""
+    return (f"{blind} of its points are left out: each replayed a CUDA graph, and its census, taken before the census "
+            f"counted a replay's operations on a GPU, saw none of the graph's work; a run of this version counts it.")
+
+
+def catalogue_accuracy(records: list[dict]) -> pd.DataFrame:
+    """accuracy() of every GPU point measured on a GPU the catalogue lists (by the name the record gives it), predicted
+    with the catalogue's entry driven by that machine's own calibrated CPU: how far the published and assumed figures
+    the catalogue predicts a GPU you do not have with carry, where one such GPU has measured."""
+    return accuracy(records, target_for=_catalogue_target)
+
+
+def _catalogue_target(record: dict, device: str) -> hardware.Target | None:
+    if devices.kind(device) != "cuda":
+        return None
+    target = _resolved(results.device_name(record, device), record["machine_id"])
+    return target if target and target.gpu is not None and target.gpu.origin == "catalogue" else None
+
+
+def catalogue_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """summary() of catalogue_accuracy() per catalogue GPU (its `hardware`) and the machine that measured it, with
+    the share within 2x beside."""
+    found = [{"machine_id": machine, "hardware": name, **summary(part),
+              "share_within_2x": float((off_by(part["ratio"]) <= 2).mean())}
+             for (machine, name), part in frame.groupby(["machine_id", "hardware"])]
+    return pd.DataFrame(found, columns=["machine_id", "hardware", "points", "median_ratio", "worst_ratio",
+                                        "share_within", "share_within_2x"])
+
+
+def within(ratio: float) -> bool:
+    """Whether a ratio is within WITHIN either way."""
+    return 1 / WITHIN <= ratio <= WITHIN
+
+
+def off_by(ratios: pd.Series) -> pd.Series:
+    """How far each ratio is from 1, either way, as a factor >= 1 (0.5 and 2 are both 2)."""
+    return ratios.map(lambda r: max(r, 1 / r))
+
+
+REPEAT_COLUMNS = ["machine_id", "experiment", "run_id", "device", "variant", "point", "older_s", "newer_s", "ratio",
+                  "within"]
+
+
+def repeatability(records: list[dict]) -> pd.DataFrame:
+    """For every point of one configuration that two or more complete runs on one machine measured: the latest two
+    runs' medians and their ratio (newer / older), `run_id` the newer run's; `within`: within WITHIN either way. A
+    machine's measurements repeat no closer than this, so the model cannot be checked there more finely either."""
+    medians: dict[tuple, list[tuple[str, float]]] = {}
+    for record in sorted(records, key=lambda r: r.get("started") or ""):
+        if record["status"] != "complete":
+            continue
+        config = results.config_id(record.get("config", {}))
+        for row in record["rows"]:
+            if row.get("status", "ok") == "ok" and row.get("median"):
+                key = (record["machine_id"], record["experiment"], config, row["device"], row["variant"],
+                       results.point_text(row.get("params", {})))
+                medians.setdefault(key, []).append((record["run_id"], row["median"]))
+    flat = []
+    for (machine, experiment, _, device, variant, point), found in medians.items():
+        if len(found) < 2:
+            continue
+        (_, older), (run_id, newer) = found[-2:]
+        flat.append({"machine_id": machine, "experiment": experiment, "run_id": run_id, "device": device,
+                     "variant": variant, "point": point, "older_s": older, "newer_s": newer, "ratio": newer / older,
+                     "within": within(newer / older)})
+    return pd.DataFrame(flat, columns=REPEAT_COLUMNS)
+
+
+def with_repeats(accuracy: pd.DataFrame, repeats: pd.DataFrame) -> pd.DataFrame:
+    """The accuracy frame with `measured_before_s` and `runs_apart`: where the point's run measured it again after an
+    earlier run of the same configuration, that run's median and the newer over the older (NaN where it was measured
+    once), so that a miss can be read against how far the point itself repeats."""
+    apart = repeats[["run_id", "device", "variant", "point", "older_s", "ratio"]].rename(
+        columns={"older_s": "measured_before_s", "ratio": "runs_apart"})
+    return accuracy.merge(apart, on=["run_id", "device", "variant", "point"], how="left")
+
+
+def repeatability_text(frame: pd.DataFrame) -> str:
+    """'two runs of the same configuration agree within 1.5x on 95% of 105 points (worst 2.34x apart)', or ''."""
+    if frame.empty:
+        return ""
+    worst = off_by(frame["ratio"]).max()
+    return (f"two runs of the same configuration agree within {WITHIN:g}x on {frame['within'].mean():.0%} of "
+            f"{len(frame)} points (worst {worst:.2f}x apart)")
+
+
+def _latest(records: list[dict]) -> list[tuple[dict, set[str]]]:
+    """Each machine's latest complete run per experiment, preset and device (results.latest_complete), with the
+    devices it is the latest for."""
+    by_id = {record["run_id"]: record for record in records}
+    latest = results.latest_complete(results.runs_frame(records), ["machine_id", "experiment", "preset"])
+    chosen = [(by_id[run_id], set(part["device"])) for run_id, part in latest.groupby("run_id")]
+    return sorted(chosen, key=lambda pair: (pair[0]["experiment"], pair[0].get("started") or ""))
+
+
+def _own_target(machine_id: str, device: str) -> hardware.Target | None:
+    """A machine's own device as a target, or None when the machine has no calibrated profile for it."""
+    return _resolved(machine_id if device == "cpu" else f"{machine_id}:{device}", machine_id)
+
+
+def _resolved(name: str, host: str) -> hardware.Target | None:
+    """hardware.resolve's target, or None where the name is not one it knows or the host has no calibrated CPU."""
+    try:
+        return hardware.resolve(name, host=host)
+    except hardware.HardwareError:
+        return None
+
+
+def unmeasured_text(machine_id: str, device: str) -> str:
+    """'' or a sentence naming the figures a machine's calibrated profile lacks (taken before calibrate measured
+    them), which the cost model stands in for: its points check the model with less than this version measures."""
+    target = _own_target(machine_id, device)
+    missing = [*hardware.unmeasured(target.host), *(hardware.unmeasured(target.gpu) if target.gpu else [])] if target else []
+    if (profiles.load(machine_id) or {}).get("quick"):  # a quick calibration leaves them out on purpose (quick_profile_text)
+        missing = [field for field in missing if field not in costmodel.COLLECTION_FIGURES]
+    if not missing:
+        return ""
+    return (f"Its profile was calibrated before calibrate measured {len(missing)} of its figures ({', '.join(missing)}): "
+            f"the cost model stands in for them, so its points check the model with less than this version measures; "
+            f"calibrating it again would check the model as it is.")
+
+
+def quick_profile_text(machine_id: str, device: str) -> str:
+    """'' or a sentence saying that a machine's profile is a quick calibration, and what that does to the check of
+    one of its devices: the model prices a matrix product larger than any the calibration timed there at the largest
+    one's rate, or on a GPU the catalogue lists at the catalogue's rate for it (hardware.catalogue_twin)."""
+    profile = profiles.load(machine_id)
+    if not profile or not profile.get("quick"):
+        return ""
+    figures = profiles.sections(profile).get(device, {})
+    if "matmul_flops" not in figures:
+        return ""
+    quick, full = max(map(int, figures["matmul_flops"])), calibrate.FULL.matmul_sizes[devices.kind(device)][-1]
+    uncollected = not set(costmodel.COLLECTION_FIGURES) <= set(profile["cpu"])
+    twin = hardware.catalogue_twin(profile, device)
+    larger = (f"at the catalogue's {twin.title} rate for its size (at least that size's rate)" if twin else
+              "at that size's rate")
+    return (f"Its profile is a quick calibration (calibrate --quick: one pass, fewer sizes). On {device} it timed "
+            f"matrix products up to {quick}x{quick}, and the model prices a larger one {larger}, so its "
+            f"larger compute-bound points check the {'catalogue' if twin else 'quick profile'} more than the model; "
+            f"a full calibration on that machine (python -m core calibrate) times them up to {full}x{full}." +
+            (" It holds no figures for the DataLoader's full garbage collections (a quick calibration's passes are "
+             "too short to see one), so the model spreads them over every loader sample instead of pricing those a "
+             "sample's median sees."
+             if uncollected else ""))
+
+
+def host_share(prediction: costmodel.Prediction) -> float:
+    """The host's part of a predicted time (HOST_PARTS), 1 for a prediction of no time."""
+    host = sum(prediction.parts.get(part, 0.0) for part in HOST_PARTS)
+    return host / prediction.seconds if prediction.seconds else 1.0
+
+
+def bound(host_share: float) -> str:
+    """'host-bound', 'mixed' or 'compute-bound': what a predicted point's time is mostly made of (BOUNDS)."""
+    return next(name for floor, name in BOUNDS if host_share >= floor)
+
+
+def bounds_text() -> str:
+    """'host-bound at 80% or more, mixed from 50%, compute-bound below 50%' (BOUNDS in words)."""
+    (host_floor, host), (mixed_floor, mixed), (_, compute) = BOUNDS
+    return f"{host} at {host_floor:.0%} or more, {mixed} from {mixed_floor:.0%}, {compute} below {mixed_floor:.0%}"
+
+
+def by_bound(frame: pd.DataFrame) -> pd.DataFrame:
+    """summary() of each bound present, host-bound first: points, median ratio, worst ratio, share within."""
+    found = [{"bound": name, **summary(frame[frame["bound"] == name])} for _, name in BOUNDS
+             if (frame["bound"] == name).any()]
+    return pd.DataFrame(found, columns=["bound", "points", "median_ratio", "worst_ratio", "share_within"])
+
+
+def bound_text(frame: pd.DataFrame) -> str:
+    """'host-bound 41 points: median 0.94, 76% within 1.5x; mixed ...'."""
+    return "; ".join(f"{row.bound} {row.points} point{'s' * (row.points != 1)}: median {row.median_ratio:.2f}, "
+                     f"{row.share_within:.0%} within {WITHIN:g}x" for row in by_bound(frame).itertuples())
+
+
+def summary(frame: pd.DataFrame) -> dict:
+    """Points, the median ratio, the worst (farthest from 1 either way) and the share within WITHIN."""
+    if frame.empty:
+        return {"points": 0, "median_ratio": None, "worst_ratio": None, "share_within": None}
+    off = off_by(frame["ratio"])
+    return {"points": len(frame), "median_ratio": float(frame["ratio"].median()),
+            "worst_ratio": float(frame["ratio"][off.idxmax()]), "share_within": float(frame["within"].mean())}
+
+
+def accuracy_text(frame: pd.DataFrame, device_kind: str = "cpu") -> str:
+    """'on this machine's CPU the model predicted 41 points: median ratio 1.1, 93% within 1.5x'."""
+    part = frame[frame["device"].map(devices.kind) == device_kind] if len(frame) else frame
+    found = summary(part)
+    if not found["points"]:
+        return f"no {device_kind.upper()} point measured with a census and a calibrated profile yet to check it against"
+    return (f"checked against {found['points']} measured {device_kind.upper()} points: median predicted/measured "
+            f"{found['median_ratio']:.2f}, {found['share_within']:.0%} within {WITHIN:g}x, worst {found['worst_ratio']:.2f}")
