@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+PRESETS = ("smoke", "quick", "paper")  # every experiment's: seconds (tests), the rerun default, the write-up's scale
 MAX_VALUES = 64     # the most values a list parameter takes: each is a point (or more) of a run
 SHOWN_CHARS = 40    # an error message shows at most this much of a bad value, then '…'
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")

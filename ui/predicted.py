@@ -86,7 +86,7 @@ def no_profile_text() -> str:
     return text if settings.read_only() else f"{text}: run `python -m core calibrate` ({profiles.CALIBRATION_TIME})"
 
 
-def chosen_gpu(experiment: experiments.Experiment | None = None) -> str | None:
+def chosen_gpu(experiment: experiments.Presented | None = None) -> str | None:
     """The sidebar's GPU, or (a page rendered without the sidebar) the page's default; None when the catalogue
     has no GPU."""
     name = st.session_state.get(WIDGET) or st.session_state.get(PICKED)
@@ -222,7 +222,7 @@ class Forecast:
     rows: pd.DataFrame
 
 
-def forecast(experiment: experiments.Experiment) -> Forecast:
+def forecast(experiment: experiments.Presented) -> Forecast:
     name = chosen_gpu(experiment)
     if name is None:
         return Forecast(None, "No GPU in the hardware catalogue to predict on.", "", pd.DataFrame())
@@ -245,7 +245,7 @@ def accuracy_here() -> str:
     return f"{here}; against the GPUs that measured ({names}), by what bounds a point: {predictions.bound_text(gpus)}"
 
 
-def section(experiment: experiments.Experiment, records: list[dict], found: Forecast) -> None:
+def section(experiment: experiments.Presented, records: list[dict], found: Forecast) -> None:
     """"What a GPU would do (predicted)": the latest run's measured CPU series and the same points
     predicted on the sidebar's GPU, the model's accuracy on this machine, and a table of both."""
     st.subheader("What a GPU would do (predicted)")

@@ -10,7 +10,8 @@ import streamlit as st
 from core import devices, settings
 from core.commands import jobs
 from core.store import results
-from core.measure.experiment import PRESETS, Experiment
+from core.measure.experiment import Experiment
+from core.params import PRESETS
 from core.params import ConfigError, Param
 from core.store.runlock import BusyError
 from ui.data import records

@@ -20,10 +20,10 @@ from core.model import costmodel, hardware, profiles
 from core.commands import jobs
 from core.predict import ownmodel, predictions, writeups
 from core.store import results, runlock
-from core.measure.experiment import PRESETS
+from core.params import PRESETS
 from core.params import ConfigError, clip, shown
 from core.present.tables import seconds_text
-from core.measure.timing import call_text
+from core.store.results import call_text
 
 
 def main(argv: list[str] = None) -> int:
@@ -396,7 +396,7 @@ def _print_accuracy(as_json: bool) -> int:
 
 def _validate_writeups(as_json: bool) -> int:
     with tqdm(desc="write-up figures", unit="census", disable=None, file=sys.stderr) as bar:
-        frame = writeups.validate(progress=lambda *_: bar.update())
+        frame = writeups.validate(experiments.registry(), progress=lambda *_: bar.update())
     print(f"saved: {writeups.save(frame)}" if not settings.read_only() else
           "not saved: this instance is read-only (the Predictions page keeps the validation it has)", file=sys.stderr)
     print(frame.to_json(orient="records", indent=1) if as_json else writeups.report_text(frame))

@@ -89,11 +89,6 @@ class Workload:
     untraced: str | None = None
 
 
-def call_text(unit: str, per_call: int) -> str:
-    """What one sample is, in words: 'one epoch', '2,000 epochs', '3 x (training run)'."""
-    if per_call == 1:
-        return f"one {unit}"
-    return f"{per_call:,} {unit}s" if unit.isalpha() else f"{per_call:,} x ({unit})"
 
 
 def clock(device: str, sync: Callable[[str], None] = None) -> Callable[[], float]:

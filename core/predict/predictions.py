@@ -15,7 +15,7 @@ from core.calibration import calibrate
 from core.model import costmodel, hardware, profiles
 from core.store import results
 from core.measure import standin
-from core.measure.timing import call_text
+from core.store.results import call_text
 from core.measure.experiment import Experiment, Point
 
 PREDICTED, MEASURED = "predicted", "measured"

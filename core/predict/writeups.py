@@ -2,7 +2,7 @@
 core/published.json) and GPU speedup (unit "x") predicted on the hardware its write-up names, beside the
 published figure.
 
-Each experiment with published timing figures declares in `<package>/writeup.py` how each is replicated
+Each experiment with published timing figures declares in `<package>/writeup.py` (bound to it as its `writeup`) how each is replicated
 (`Replica`: the write-up's own variant, a configuration small enough to census in seconds, and the exact
 scale from one predicted sample to the published quantity, or a `Fit` through several censused sizes when
 the write-up's size is too large to census), or why it cannot be (`Unreplicated`); a speedup by a `Speedup`
@@ -11,25 +11,24 @@ predicted from the stand-in's census (core.measure.standin) on the write-up's GP
 from the CPU's census on the write-up's CPU (core.model.hardware). `validate` takes each census once, however
 many figures share it; `save`/`load` keep the table under results/<machine id>/predictions/ (a subfolder:
 the record loader globs */*.json)."""
-import importlib
 import json
 import math
 import os
 import statistics
-import sys
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 import pandas as pd
 
-from core import devices, experiments, published, settings, versions
+from core import devices, published, settings, versions
 from core.model import costmodel, hardware
 from core.store import results
 from core.measure import standin
 from core.measure.experiment import Experiment, Point
+from core.present.presented import Presented
 
 SCHEMA_VERSION = 1
 SUBFOLDER = "predictions"
@@ -142,21 +141,11 @@ def figures() -> list[dict]:
     return [published.entry(i) for i in found.loc[wanted, "id"]]
 
 
-def _writeup_module(experiment: Experiment):
-    package = sys.modules[type(experiment).__module__].__package__
-    try:
-        return importlib.import_module(f"{package}.writeup")
-    except ModuleNotFoundError as e:
-        if e.name == f"{package}.writeup":
-            return None
-        raise
-
-
-def declarations() -> dict[str, Declaration]:
-    """Every declaration of every registered experiment, by figure id."""
+def declarations(experiments: Mapping[str, Presented]) -> dict[str, Declaration]:
+    """Every declaration of these experiments (by name: the registry's), by figure id."""
     found: dict[str, Declaration] = {}
-    for experiment in experiments.registry().values():
-        module = _writeup_module(experiment)
+    for experiment in experiments.values():
+        module = experiment.writeup
         for declared in (*getattr(module, "REPLICAS", ()), *getattr(module, "UNREPLICATED", ())):
             if declared.figure in found:
                 raise ValueError(f"{experiment.name}/writeup.py: figure '{declared.figure}' is declared twice")
@@ -164,10 +153,10 @@ def declarations() -> dict[str, Declaration]:
     return found
 
 
-def replicas() -> list[tuple[dict, Declaration | None]]:
+def replicas(experiments: Mapping[str, Presented]) -> list[tuple[dict, Declaration | None]]:
     """Every published figure the model predicts (`figures`) with its declaration (None where its experiment
     declares none)."""
-    declared = declarations()
+    declared = declarations(experiments)
     return [(entry, declared.get(entry["id"])) for entry in figures()]
 
 
@@ -225,14 +214,13 @@ def _row(entry: dict, replica: Declaration | None, target_title: str = "", assum
             "method": replica.method if isinstance(replica, (Replica, Speedup)) else "", "error": None}
 
 
-def _validated(entry: dict, replica: Declaration | None, censuses: standin.Censuses) -> dict:
+def _validated(entry: dict, replica: Declaration | None, censuses: standin.Censuses, experiment: Presented) -> dict:
     if replica is None:
         return _row(entry, None) | {"error": f"{entry['experiment']}/writeup.py declares no replica"}
     if isinstance(replica, Unreplicated):
         return _row(entry, replica) | {"error": f"not replicated: {replica.why}"}
     target, assumed, note = figure_target(entry)
     row = _row(entry, replica, target.title, assumed, note)
-    experiment = experiments.get(entry["experiment"])
     try:
         config = experiment.config(replica.preset, replica.overrides)
         if isinstance(replica, Speedup):
@@ -262,9 +250,9 @@ def _speedup(speedup: Speedup, experiment: Experiment, config: dict, target: har
             / _sample(experiment, gpu, config, target, censuses))
 
 
-def validate(progress: Callable = None, take: Callable[[Experiment, Point, dict], dict] = None,
+def validate(experiments: Mapping[str, Presented], progress: Callable = None, take: Callable[[Experiment, Point, dict], dict] = None,
              only: Iterable[str] = None) -> pd.DataFrame:
-    """One row per published figure the model predicts (`figures`, COLUMNS; `only` these ids when given): its
+    """One row per published figure of these experiments (the registry's, by name) the model predicts (`figures`, COLUMNS; `only` these ids when given): its
     prediction on the write-up's hardware beside the published figure. `progress(point)` is told of each census
     taken; `take` replaces standin.take (tests). The frame's attrs hold the seconds it took and the censuses taken."""
     wanted = None if only is None else set(only)
@@ -273,7 +261,8 @@ def validate(progress: Callable = None, take: Callable[[Experiment, Point, dict]
         raise ValueError(f"only: {', '.join(unknown)} is no published timing figure or speedup")
     started = time.perf_counter()
     censuses = standin.Censuses(take, progress, CENSUS_THREADS)
-    frame = pd.DataFrame([_validated(entry, replica, censuses) for entry, replica in replicas()
+    frame = pd.DataFrame([_validated(entry, replica, censuses, experiments[entry["experiment"]])
+                          for entry, replica in replicas(experiments)
                           if wanted is None or entry["id"] in wanted], columns=list(COLUMNS))
     frame.attrs["seconds"] = time.perf_counter() - started
     frame.attrs["censuses"] = len(censuses.taken)

@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 from functools import lru_cache
+from typing import Callable, Iterable
 
 import altair as alt
 import numpy as np
@@ -47,13 +48,23 @@ VARIANT_PALETTE = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#b79a
                    "#6b6ecf", "#79706e", "#843c39", "#bcbd22")
 
 
+_declared_variants: Callable[[], Iterable[str]] = tuple
+
+
+def declare_variants(names: Callable[[], Iterable[str]]) -> None:
+    """Where the declared variant names come from: the registry (core.experiments) says so when it is imported,
+    which is before any experiment's charts exist."""
+    global _declared_variants
+    _declared_variants = names
+    variant_colours.cache_clear()
+
+
 @lru_cache(maxsize=1)
 def variant_colours() -> dict[str, str]:
     """Every variant name of every registered experiment, in registry order (an experiment's variants in
     the order it declares them), to a colour of VARIANT_PALETTE; a name two experiments share ("as
-    written", "tuned") has one colour. Built from the registry, so a new run never recolours a series."""
-    from core import experiments  # the experiments' chart modules import this one
-    names = dict.fromkeys(v.name for e in experiments.registry().values() for v in e.variants)
+    written", "tuned") has one colour. Built from the declarations, so a new run never recolours a series."""
+    names = dict.fromkeys(_declared_variants())
     return {name: VARIANT_PALETTE[i % len(VARIANT_PALETTE)] for i, name in enumerate(names)}
 
 

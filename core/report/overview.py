@@ -55,12 +55,12 @@ def gpu_measured(records: list[dict]) -> bool:
 
 
 # -- the verdict matrix ---------------------------------------------------------------------------------------
-def short_title(experiment: experiments.Experiment) -> str:
+def short_title(experiment: experiments.Presented) -> str:
     """An experiment's title up to its first colon: 'Iris MLP'."""
     return experiment.title.split(":")[0].strip()
 
 
-def predicted_rows(experiment: experiments.Experiment, records: list[dict], machine_id: str) -> pd.DataFrame:
+def predicted_rows(experiment: experiments.Presented, records: list[dict], machine_id: str) -> pd.DataFrame:
     """The machine's stand-in points of `experiment` predicted on its write-up's GPU driven by the machine's
     CPU; empty when the machine is not calibrated or the catalogue does not know the write-up."""
     try:
@@ -296,7 +296,7 @@ def _configuration_points(figure: pd.Series, rows: pd.DataFrame) -> pd.DataFrame
 
 def _replica(figure: pd.Series) -> writeups.Replica | None:
     """How Crossover replicates a configuration's GPU figure (core.predict.writeups), where it declares one."""
-    found = writeups.declarations().get(figure["ids"].get("GPU", ""))
+    found = writeups.declarations(experiments.registry()).get(figure["ids"].get("GPU", ""))
     return found if isinstance(found, writeups.Replica) else None
 
 

@@ -25,7 +25,6 @@ import pandas as pd
 from core import devices, settings, versions
 from core.store import record_schema, runlock
 from core.params import ConfigError, shown
-from core.measure.timing import call_text
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)   # schema 1: no unit, code version or environment; threads among the metrics
@@ -433,6 +432,13 @@ def _inspection(row: dict) -> dict:
             | {column: parts.get(key) for key, column in BREAKDOWN_COLUMNS.items()}
             | {"census_note": census.get("skipped") or census.get("error"),
                "breakdown_note": parts.get("skipped") or parts.get("error")})
+
+
+def call_text(unit: str, per_call: int) -> str:
+    """What one sample is, in words: 'one epoch', '2,000 epochs', '3 x (training run)'."""
+    if per_call == 1:
+        return f"one {unit}"
+    return f"{per_call:,} {unit}s" if unit.isalpha() else f"{per_call:,} x ({unit})"
 
 
 def _per_sample(row: dict) -> str | None:

@@ -8,7 +8,7 @@ from datetime import datetime
 import pandas as pd
 
 from core.store import results
-from core.measure.experiment import PRESETS
+from core.params import PRESETS
 
 RUN_COLUMNS = ["run_id", "experiment", "preset", "status", "machine_id", "machine", "started", "points"]
 STATUS_WORDS = {"partial": "interrupted", "running": "still running"}  # a record left running was interrupted

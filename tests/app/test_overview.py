@@ -31,7 +31,7 @@ def test_without_results_the_matrix_lists_every_claim_links_every_experiment_and
     assert any(NOTICE in w.value for w in at.warning)
     assert links(at) == {e.name: overview.short_title(e) for e in experiments.registry().values()}
     matrix = matrix_text(at)
-    assert all(claim.text in matrix for e in experiments.registry().values() for claim in e._part("analysis").CLAIMS)
+    assert all(claim.text in matrix for e in experiments.registry().values() for claim in e.claims)
     assert any("No results yet" in i.value for i in at.info)
     assert at.get("vega_lite_chart")  # the published speedups need no results
 

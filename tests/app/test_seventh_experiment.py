@@ -16,10 +16,13 @@ PACKAGE = {
     "__init__.py": '''
         import torch
         from core.measure import timing
-        from core.measure.experiment import Experiment, Point, Variant
+        from core.measure.experiment import Point, Variant
         from core.params import Param
+        from core.present.presented import Presented
 
-        class Fake(Experiment):
+        from . import analysis, charts
+
+        class Fake(Presented):
             name, title, source = "fake", "A seventh experiment", "none.txt"
             params = (Param("sizes", int, (4, 8), "vector sizes", low=1, high=1000, many=True),)
             variants = (Variant("sum", "torch.sum of a vector"),)
@@ -31,7 +34,7 @@ PACKAGE = {
                 x = torch.ones(point.params["size"], device=point.device)
                 return timing.Workload(lambda: x.sum(), unit="sum", repeats=3, finish=lambda m: {"total": float(x.sum())})
 
-        EXPERIMENT = Fake()
+        EXPERIMENT = Fake().bind(analysis, charts)
     ''',
     "analysis.py": '''
         from core.present import analysis

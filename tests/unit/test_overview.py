@@ -39,7 +39,7 @@ def label(machine: str, gpu: bool = True) -> str:
 
 
 def every_claim() -> list[tuple[str, str]]:
-    return [(e.name, claim.text) for e in experiments.registry().values() for claim in e._part("analysis").CLAIMS]
+    return [(e.name, claim.text) for e in experiments.registry().values() for claim in e.claims]
 
 
 def test_the_matrix_has_a_row_per_claim_and_a_column_per_machine_with_its_marks():
@@ -61,7 +61,7 @@ def test_the_matrix_has_a_row_per_claim_and_a_column_per_machine_with_its_marks(
 
 def test_the_write_up_is_named_on_its_first_claim_and_published_ranges_are_short():
     table = overview.matrix_table(overview.verdict_matrix([], predict=False), MARKS)
-    cnn = table.iloc[:len(experiments.get("cnn")._part("analysis").CLAIMS)]
+    cnn = table.iloc[:len(experiments.get("cnn").claims)]
     assert cnn["Write-up"].tolist() == ["1-D CNN, 2-D CNN and GRU training"] + [""] * (len(cnn) - 1)
     assert "CPU 162–2,002 s, GPU 106–1,620 s (batch_size 16–4096)" in cnn["Published"].tolist()
     assert list(table.columns) == ["Write-up", "Claim", "Published"]  # no machine has results

@@ -2,12 +2,14 @@
 when nothing matches or a placeholder is wrong; and every about.md's prose is held to the rule that a
 figure is measured, published, or sourced."""
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
 from core import experiments
 from core.present import prose
-from core.measure.experiment import parse_about
+from core.present.presented import parse_about
 from tests.helpers import hand_rows
 
 NAMES = ("cnn", "tabnet", "mlp_surface", "iris", "jacobian", "matmul")
@@ -159,7 +161,7 @@ def test_experiment_about_fills_from_its_rows():
 
 # -- every about.md ------------------------------------------------------------------------------------------
 def why_text(name: str) -> str:
-    about = (experiments.get(name)._part("experiment").__file__).replace("experiment.py", "about.md")
+    about = Path(sys.modules[type(experiments.get(name)).__module__].__file__).with_name("about.md")
     text = open(about, encoding="utf-8").read()
     return text[text.index("## Why"):text.index("## Notes") if "## Notes" in text else None]
 

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from core.measure import timing
+from core.store import results
 from core.measure.timing import Measurement, Workload
 
 
@@ -118,9 +119,9 @@ def test_stopwatch_samples_add_only_the_named_laps():
 
 
 def test_call_text_says_what_one_sample_is():
-    assert timing.call_text("epoch", 1) == "one epoch"
-    assert timing.call_text("epoch", 2000) == "2,000 epochs"
-    assert timing.call_text("forward call", 3) == "3 x (forward call)"
+    assert results.call_text("epoch", 1) == "one epoch"
+    assert results.call_text("epoch", 2000) == "2,000 epochs"
+    assert results.call_text("forward call", 3) == "3 x (forward call)"
 
 
 def test_a_call_warmed_up_by_the_experiment_is_not_cold():

@@ -18,18 +18,18 @@ FIGURE_IDS = {entry["id"] for entry in writeups.figures()}
 
 
 def _replica(figure_id: str) -> writeups.Replica:
-    declared = writeups.declarations()[figure_id]
+    declared = writeups.declarations(experiments.registry())[figure_id]
     assert isinstance(declared, writeups.Replica)
     return declared
 
 
 # -- the declarations -------------------------------------------------------------------------------------
 def test_every_timing_figure_and_speedup_is_declared_once_and_nothing_else_is():
-    declared = writeups.declarations()
+    declared = writeups.declarations(experiments.registry())
     assert set(declared) == FIGURE_IDS
     assert {entry["unit"] for entry in writeups.figures()} == {"s", "x"}
-    assert all(declaration is not None for _, declaration in writeups.replicas())
-    for entry, declaration in writeups.replicas():
+    assert all(declaration is not None for _, declaration in writeups.replicas(experiments.registry()))
+    for entry, declaration in writeups.replicas(experiments.registry()):
         how = writeups.Speedup if entry["unit"] == "x" else writeups.Replica
         assert isinstance(declaration, (how, writeups.Unreplicated)), entry["id"]
         if isinstance(declaration, writeups.Unreplicated):
@@ -37,7 +37,7 @@ def test_every_timing_figure_and_speedup_is_declared_once_and_nothing_else_is():
 
 
 def test_every_replica_plans_its_points_on_the_figure_s_device():
-    for entry, replica in writeups.replicas():
+    for entry, replica in writeups.replicas(experiments.registry()):
         experiment = experiments.get(entry["experiment"])
         config = experiment.config(replica.preset, replica.overrides)
         if isinstance(replica, writeups.Speedup):
@@ -118,7 +118,7 @@ def stubbed(monkeypatch):
 def test_validate_gives_the_ratio_by_hand_and_takes_each_census_once(stubbed):
     take, calls = stubbed
     told, threads = [], torch.get_num_threads()
-    frame = writeups.validate(progress=told.append, take=take)
+    frame = writeups.validate(experiments.registry(), progress=told.append, take=take)
     assert torch.get_num_threads() == threads
     assert list(frame.columns) == list(writeups.COLUMNS) and set(frame["id"]) == FIGURE_IDS
     assert len(calls) == len(set(calls)) == len(told) == frame.attrs["censuses"]
@@ -140,7 +140,7 @@ def test_predict_writeups_says_where_it_saved_or_that_a_read_only_instance_saves
     from core.commands.cli import main
     take, _ = stubbed
     validate = writeups.validate
-    monkeypatch.setattr(writeups, "validate", lambda progress=None: validate(progress, take, only=["iris-total.gpu"]))
+    monkeypatch.setattr(writeups, "validate", lambda known, progress=None: validate(known, progress, take, only=["iris-total.gpu"]))
     if read_only:
         monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
     assert main(["predict", "--writeups"]) == 0
@@ -152,7 +152,7 @@ def test_predict_writeups_says_where_it_saved_or_that_a_read_only_instance_saves
 
 def test_validate_extrapolates_the_jacobian_exactly_through_its_time_model(stubbed):
     take, _ = stubbed
-    frame = writeups.validate(take=take, only=["jacobian-wall.cpu.val1000", "jacobian-wall.gpu.val100"])
+    frame = writeups.validate(experiments.registry(), take=take, only=["jacobian-wall.cpu.val1000", "jacobian-wall.gpu.val100"])
     by_id = frame.set_index("id")["predicted"]
     assert by_id["jacobian-wall.cpu.val1000"] == pytest.approx(A * 400 * 1000 + B * 400 * 1000 ** 2, rel=1e-6)
     assert by_id["jacobian-wall.gpu.val100"] == pytest.approx(A * 400 * 100 + B * 400 * 100 ** 2, rel=1e-6)
@@ -160,7 +160,7 @@ def test_validate_extrapolates_the_jacobian_exactly_through_its_time_model(stubb
 
 def test_a_skipped_census_is_a_row_with_its_reason_not_a_failure(stubbed):
     take, _ = stubbed
-    frame = writeups.validate(take=take, only=["tabnet-10-epochs.gpu.batch_size128", "iris-total.gpu"])
+    frame = writeups.validate(experiments.registry(), take=take, only=["tabnet-10-epochs.gpu.batch_size128", "iris-total.gpu"])
     tabnet = frame.set_index("id").loc["tabnet-10-epochs.gpu.batch_size128"]
     assert math.isnan(tabnet["predicted"]) and math.isnan(tabnet["ratio"]) and not tabnet["within_2x"]
     assert "9 GB" in tabnet["error"]
@@ -172,7 +172,7 @@ def test_a_speedup_is_the_cpu_side_over_the_gpu_side_each_predicted_on_its_own_h
     targets, predict = [], writeups.costmodel.predict
     monkeypatch.setattr(writeups.costmodel, "predict",
                         lambda census, target: targets.append(target) or predict(census, target))
-    row = writeups.validate(take=take, only=["matmul-200-speedup.gpu.size200.torch-resident"]).iloc[0]
+    row = writeups.validate(experiments.registry(), take=take, only=["matmul-200-speedup.gpu.size200.torch-resident"]).iloc[0]
     assert (row["unit"], row["device"], row["published"]) == ("x", "GPU", 6.0)
     assert row["predicted"] == pytest.approx(0.05 / 0.02) and row["ratio"] == pytest.approx(0.05 / 0.02 / 6)
     assert [(c[1], c[2], c[3]) for c in calls] == [("cpu", "torch cpu", '{"size": 200}'),
@@ -184,7 +184,7 @@ def test_a_speedup_is_the_cpu_side_over_the_gpu_side_each_predicted_on_its_own_h
 
 def test_the_speedups_are_summed_up_apart_from_the_timing_figures(stubbed):
     take, _ = stubbed
-    frame = writeups.validate(take=take, only=["gru-gain.gpu.gru", "cnn-10-epochs.gpu.batch_size16"])
+    frame = writeups.validate(experiments.registry(), take=take, only=["gru-gain.gpu.gru", "cnn-10-epochs.gpu.batch_size16"])
     assert writeups.summary(frame)["worst"]["id"] == "cnn-10-epochs.gpu.batch_size16"
     assert writeups.summary(frame, "GPU", "x") | {"median_ratio": None} == {
         "device": "GPU", "figures": 1, "within_2x": 0.0, "median_ratio": None, "worst": {"id": "gru-gain.gpu.gru",
@@ -194,7 +194,7 @@ def test_the_speedups_are_summed_up_apart_from_the_timing_figures(stubbed):
 
 def test_validate_refuses_an_unknown_figure():
     with pytest.raises(ValueError, match="no-such-figure is no published timing figure or speedup"):
-        writeups.validate(only=["no-such-figure"])
+        writeups.validate(experiments.registry(), only=["no-such-figure"])
 
 
 def test_summary_by_hand():
@@ -212,7 +212,7 @@ def test_summary_by_hand():
 # -- the stored table -------------------------------------------------------------------------------------
 def test_save_and_load_round_trip_beside_the_records_not_among_them(stubbed, results_dir):
     take, _ = stubbed
-    frame = writeups.validate(take=take, only=["cnn-10-epochs.gpu.batch_size16", "tabnet-10-epochs.cpu.batch_size128"])
+    frame = writeups.validate(experiments.registry(), take=take, only=["cnn-10-epochs.gpu.batch_size16", "tabnet-10-epochs.cpu.batch_size128"])
     saved = writeups.save(frame)
     assert saved == results_dir / devices.fingerprint()["machine_id"] / "predictions" / "writeups.json"
     assert saved not in results.record_paths()
@@ -223,7 +223,7 @@ def test_save_and_load_round_trip_beside_the_records_not_among_them(stubbed, res
 
 def test_latest_skips_a_broken_table_with_a_warning_naming_it_and_an_empty_folder_silently(stubbed, results_dir):
     take, _ = stubbed
-    writeups.save(writeups.validate(take=take, only=["cnn-10-epochs.gpu.batch_size16"]))
+    writeups.save(writeups.validate(experiments.registry(), take=take, only=["cnn-10-epochs.gpu.batch_size16"]))
     broken = writeups.path("broken-machine-0000")
     broken.parent.mkdir(parents=True)
     broken.write_text("{not json")
@@ -255,7 +255,7 @@ def test_save_is_refused_read_only_and_load_says_why(monkeypatch, results_dir):
 def test_a_method_that_adds_time_is_not_offered_as_the_reason_for_a_prediction_above_the_figure(stubbed):
     take, _ = stubbed
     ids = ["iris-total.cpu", "cnn-10-epochs.gpu.batch_size16", "jacobian-move.gpu"]
-    frame = writeups.validate(take=take, only=ids).set_index("id")
+    frame = writeups.validate(experiments.registry(), take=take, only=ids).set_index("id")
     printed, start_up, moved = (frame.loc[i] for i in ids)
     # 5 s predicted against 2.93 s published: printing, which adds time, cannot be why
     assert printed["ratio"] > 1 and printed["method"].endswith(" " + writeups.ADDS_NOT_ABOVE)
@@ -267,14 +267,14 @@ def test_a_method_that_adds_time_is_not_offered_as_the_reason_for_a_prediction_a
 
 
 def test_the_iris_cpu_figure_predicted_for_real():
-    row = writeups.validate(only=["iris-total.cpu"]).iloc[0]
+    row = writeups.validate(experiments.registry(), only=["iris-total.cpu"]).iloc[0]
     assert pd.isna(row["error"]), row["error"]
     assert row["predicted"] > 0 and math.isfinite(row["ratio"])
 
 
 def test_a_figure_declared_unreplicated_is_a_row_saying_why(stubbed, monkeypatch):
     take, calls = stubbed
-    declared = writeups.declarations() | {"iris-total.gpu": writeups.Unreplicated("iris-total.gpu", "no clock shown")}
-    monkeypatch.setattr(writeups, "declarations", lambda: declared)
-    row = writeups.validate(take=take, only=["iris-total.gpu"]).iloc[0]
+    declared = writeups.declarations(experiments.registry()) | {"iris-total.gpu": writeups.Unreplicated("iris-total.gpu", "no clock shown")}
+    monkeypatch.setattr(writeups, "declarations", lambda known: declared)
+    row = writeups.validate(experiments.registry(), take=take, only=["iris-total.gpu"]).iloc[0]
     assert math.isnan(row["predicted"]) and row["error"] == "not replicated: no clock shown" and not calls

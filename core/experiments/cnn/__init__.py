@@ -1,3 +1,8 @@
+"""The cnn experiment: its declaration and workloads (experiment), what its results mean (analysis, charts,
+about.md) and how the cost model replicates its write-up's figures (writeup)."""
+from core.experiments.cnn import analysis, charts, writeup
 from core.experiments.cnn.experiment import EXPERIMENT
+
+EXPERIMENT.bind(analysis, charts, writeup)
 
 __all__ = ["EXPERIMENT"]

@@ -6,8 +6,8 @@ from typing import Iterator
 from core import devices
 from core.measure import timing
 from core.datasets import VALIDATION_ROWS
-from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
-                                   data_resident)
+from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory, data_resident)
+from core.present.presented import Presented
 from core.experiments.cnn.model import (MODELS, TRAINERS, VALIDATION_CHUNK, build, validation_loss,
                                         weights_checksum)
 from core.params import ConfigError, Param
@@ -25,7 +25,7 @@ ORDER_BYTES = {AS_WRITTEN: 48, TUNED: 8}
 WORKSPACE_BYTES = 64e6  # libraries' workspaces and the allocator's slack (30-45 MB beyond the weights, measured)
 
 
-class Cnn(Experiment):
+class Cnn(Presented):
     name = "cnn"
     title = "1-D CNN, 2-D CNN and GRU training"
     order = 10

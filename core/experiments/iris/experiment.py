@@ -4,6 +4,7 @@ per-epoch time, the cost of reading the loss to the host every k epochs, a varia
 from core import devices, published
 from core.measure import timing
 from core.measure.experiment import Experiment, Point, RunState, Variant
+from core.present.presented import Presented
 from core.experiments.iris.model import Training, initial_model, iris_data, thinned
 from core.params import ConfigError, Param
 
@@ -15,7 +16,7 @@ CHECK_CALLS = 10                # calls made to count how often the hook runs
 GUESS_S_PER_EPOCH = {"cpu": 300e-6, "cuda": 300e-6, "mps": 500e-6}
 
 
-class Iris(Experiment):
+class Iris(Presented):
     name = "iris"
     title = "Iris MLP: tiny-model overhead and the cost of reading the loss"
     order = 40

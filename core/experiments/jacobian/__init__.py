@@ -1,3 +1,8 @@
+"""The jacobian experiment: its declaration and workloads (experiment), what its results mean (analysis, charts,
+about.md) and how the cost model replicates its write-up's figures (writeup)."""
+from core.experiments.jacobian import analysis, charts, writeup
 from core.experiments.jacobian.experiment import EXPERIMENT
+
+EXPERIMENT.bind(analysis, charts, writeup)
 
 __all__ = ["EXPERIMENT"]

@@ -15,6 +15,7 @@ from scipy.optimize import nnls
 from core import devices, published, versions
 from core.measure import timing
 from core.measure.experiment import MEMORY_FRACTION, Experiment, Point, RunState, SkipPoint, Variant, check_memory
+from core.present.presented import Presented
 from core.experiments.jacobian import model as net
 from core.params import Param
 
@@ -99,7 +100,7 @@ COMPLEXITY = {
 }
 
 
-class Jacobian(Experiment):
+class Jacobian(Presented):
     """Keeps no state: calibrations and reference results live in the run's RunState."""
     malloc_mmap_threshold = 65536  # resident memory grows 1.7 GB at val=60 without it, 58 MB with it
     name = "jacobian"

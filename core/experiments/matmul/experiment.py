@@ -9,8 +9,8 @@ from threadpoolctl import threadpool_info
 
 from core import devices
 from core.measure import timing
-from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
-                                   data_resident)
+from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Point, RunState, Variant, check_memory, data_resident)
+from core.present.presented import Presented
 from core.params import Param
 
 BASELINE = "numpy"
@@ -20,7 +20,7 @@ NUMPY_UNTRACED = "numpy's product runs outside PyTorch: no ATen operation to cou
 HOST_SLACK_BYTES = 64e6  # BLAS buffers, the timer's objects (9-16 MB beyond the matrices measured at n=4096)
 
 
-class Matmul(Experiment):
+class Matmul(Presented):
     name = "matmul"
     title = "Matrix multiply and transfers"
     order = 60

@@ -1,3 +1,8 @@
+"""The mlp_surface experiment: its declaration and workloads (experiment), what its results mean (analysis, charts,
+about.md) and how the cost model replicates its write-up's figures (writeup)."""
+from core.experiments.mlp_surface import analysis, charts, writeup
 from core.experiments.mlp_surface.experiment import EXPERIMENT
+
+EXPERIMENT.bind(analysis, charts, writeup)
 
 __all__ = ["EXPERIMENT"]

@@ -8,6 +8,7 @@ import numpy as np
 from core import devices
 from core.measure import timing
 from core.measure.experiment import Experiment, Point, RunState, SkipPoint, Variant
+from core.present.presented import Presented
 from core.experiments.mlp_surface.model import AS_WRITTEN, TUNED, WITH_LOADER, Trainer
 from core.params import Param
 
@@ -17,7 +18,7 @@ PROBE_REPEATS = 3
 PROBE_BUDGET_S = 2.0   # the probe's timed calls stop after about this long (or max_point_seconds, if shorter)
 
 
-class MlpSurface(Experiment):
+class MlpSurface(Presented):
     name = "mlp_surface"
     title = "MLP regression surface (peaks)"
     order = 30

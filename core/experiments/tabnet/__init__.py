@@ -1,3 +1,8 @@
+"""The tabnet experiment: its declaration and workloads (experiment), what its results mean (analysis, charts,
+about.md) and how the cost model replicates its write-up's figures (writeup)."""
+from core.experiments.tabnet import analysis, charts, writeup
 from core.experiments.tabnet.experiment import EXPERIMENT
+
+EXPERIMENT.bind(analysis, charts, writeup)
 
 __all__ = ["EXPERIMENT"]

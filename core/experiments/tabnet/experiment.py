@@ -11,8 +11,8 @@ import torch
 
 from core import datasets, devices
 from core.measure import timing
-from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory,
-                                   data_resident)
+from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory, data_resident)
+from core.present.presented import Presented
 from core.params import ConfigError, Param
 
 from pytorch_tabnet.callbacks import Callback
@@ -35,7 +35,7 @@ SAMPLE_BYTES = 16_000   # per sample of a training batch: activations and their 
 WORKSPACE_BYTES = 64e6  # the network, Adam's state, the libraries' workspaces (measured 17-26 MB)
 
 
-class Tabnet(Experiment):
+class Tabnet(Presented):
     name = "tabnet"
     title = "TabNet (pytorch-tabnet)"
     order = 20
