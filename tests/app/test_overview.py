@@ -75,7 +75,7 @@ def test_a_read_only_view_calls_the_machine_with_results_this_server(results_dir
 def test_the_offline_report_is_offered_and_built_only_when_asked(results_dir, monkeypatch):
     from core.report import single_file
     built = []
-    monkeypatch.setattr(report, "build", lambda: built.append(1) or "<html></html>")
+    monkeypatch.setattr(single_file, "build", lambda: built.append(1) or "<html></html>")
     monkeypatch.setenv(settings.READ_ONLY_ENV, "1")  # a visitor of the read-only view may take it too
     at = overview_page()
     assert not at.exception
