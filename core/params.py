@@ -7,6 +7,7 @@ SHOWN_CHARS characters, so a huge input never comes back whole."""
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 PRESETS = ("smoke", "quick", "paper")  # every experiment's: seconds (tests), the rerun default, the write-up's scale
@@ -30,6 +31,13 @@ def shown(value: Any) -> str:
         return clip(repr(value))
     except ValueError:  # an int past Python's digit limit for printing
         return "an int too long to print"
+
+
+def file_path(text: str, field: str) -> Path:
+    """A file named on the command line; an empty name is refused (Path('') would be the folder here)."""
+    if not text.strip():
+        raise ConfigError(field, "name a file (the name given is empty)")
+    return Path(text)
 
 
 def _float_or_none(text: str) -> float | None:

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from core import devices, experiments, settings
-from core.commands import cli
+from core.commands import cli, info, progress
 from core.store import results, runlock
 from core.commands.cli import main
 from tests.helpers import wait_for
@@ -32,7 +32,7 @@ def test_info_prints_a_summary_and_the_raw_fingerprint_with_json(capsys):
 def test_info_names_each_gpu_and_a_dirty_checkout():
     fp = devices.fingerprint() | {"gpus": [{"device": "cuda:0", "name": "NVIDIA T4", "memory_gib": 15.0,
                                             "compute_capability": "7.5", "cuda_driver": "550.54"}]}
-    text = cli.info_text(fp, {"commit": "0123456789abcdef", "dirty": True})
+    text = info.info_text(fp, {"commit": "0123456789abcdef", "dirty": True})
     assert "GPUs:     cuda:0: NVIDIA T4 (15.0 GiB, compute capability 7.5, driver 550.54)" in text
     assert "code:     commit 0123456789ab with uncommitted changes" in text
 
@@ -132,14 +132,14 @@ def test_argparse_errors_clip_what_they_echo(capsys):
 def test_a_point_line_says_what_its_time_is_per():
     row = {"status": "ok", "median": 0.264, "per_call": 2000, "unit": "epoch", "iqr": 0.0079, "n": 5,
            "noisy": False}
-    assert cli.point_outcome(row) == "median 132 µs per epoch (one sample: 2,000 epochs in 264 ms; IQR 3%, n=5)"
+    assert progress.point_outcome(row) == "median 132 µs per epoch (one sample: 2,000 epochs in 264 ms; IQR 3%, n=5)"
     row |= {"median": 1.32, "per_call": 1, "iqr": None, "n": 1, "noisy": None}
-    assert cli.point_outcome(row) == "median 1.32 s per epoch (one sample, n=1)"
-    assert cli.point_outcome({"status": "oom", "error": "CUDA out of memory"}) == "oom: CUDA out of memory"
+    assert progress.point_outcome(row) == "median 1.32 s per epoch (one sample, n=1)"
+    assert progress.point_outcome({"status": "oom", "error": "CUDA out of memory"}) == "oom: CUDA out of memory"
 
 
 def test_on_a_terminal_a_progress_bar_counts_points_with_elapsed_and_time_left(capsys, results_dir, monkeypatch):
-    monkeypatch.setattr(cli, "on_terminal", lambda: True)
+    monkeypatch.setattr(progress, "on_terminal", lambda: True)
     assert main(["run", "matmul", "--device", "cpu", "--preset", "smoke", "--set", "sizes=8,16",
                  "--set", "variants=numpy"]) == 0
     out, err = capsys.readouterr()
@@ -149,10 +149,10 @@ def test_on_a_terminal_a_progress_bar_counts_points_with_elapsed_and_time_left(c
 
 def test_the_bar_keeps_redrawing_during_a_long_point(monkeypatch):
     """tqdm draws only when told: the bar's own thread redraws it, so its elapsed time moves on."""
-    monkeypatch.setattr(cli, "on_terminal", lambda: True)
-    monkeypatch.setattr(cli, "TICK_S", 0.01)
+    monkeypatch.setattr(progress, "on_terminal", lambda: True)
+    monkeypatch.setattr(progress, "TICK_S", 0.01)
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    with cli._progress_bar("long", 2):  # no point finishes inside
+    with progress.progress_bar("long", 2):  # no point finishes inside
         wait_for(lambda: sys.stderr.getvalue().count("long: 0/2") >= 5)
 
 
@@ -195,10 +195,10 @@ def test_a_run_line_names_the_largest_part_or_says_why_it_has_no_split():
     row = {"census": {}, "unit": "epoch", "per_call": 1, "median": 0.01,
            "breakdown": {"adds_up": True, "host_s": 0.008, "compute_s": 0.002, "loading_s": 0.0, "copies_s": 0.0,
                          "sync_s": 0.0}}
-    assert cli._inspection_text(row) == "; mostly host overhead (Python, dispatch, launches) (80%)"
+    assert progress.inspection_text(row) == "; mostly host overhead (Python, dispatch, launches) (80%)"
     row["breakdown"]["adds_up"] = False
-    assert cli._inspection_text(row) == "; no split of its time: the profiler's overhead outgrew these tiny operations"
-    assert cli._inspection_text(row | {"breakdown": {}}) == ""  # not profiled: nothing said
+    assert progress.inspection_text(row) == "; no split of its time: the profiler's overhead outgrew these tiny operations"
+    assert progress.inspection_text(row | {"breakdown": {}}) == ""  # not profiled: nothing said
 
 
 @pytest.mark.parametrize("argv, field", [(["list", ""], "experiment"), (["import", ""], "bundle"),
@@ -211,6 +211,6 @@ def test_an_empty_name_is_refused_naming_the_field(capsys, results_dir, argv, fi
 def test_ctrl_c_outside_a_run_ends_the_command_with_a_word_not_a_traceback(monkeypatch, capsys):
     def interrupted(args):
         raise KeyboardInterrupt
-    monkeypatch.setattr(cli, "cmd_info", interrupted)
+    monkeypatch.setattr(info, "run", interrupted)
     assert cli.main(["info"]) == 130
     assert capsys.readouterr().err == "\ninterrupted\n"

@@ -1,0 +1,36 @@
+"""`python -m core calibrate`: this machine's constants measured into its calibrated profile (core.calibration)."""
+import sys
+
+from core import settings
+from core.calibration import calibrate
+from core.model import profiles
+from core.store import runlock
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("calibrate", help="measure this machine's constants into its calibrated profile")
+    parser.add_argument("--device", action="append",
+                           help="a CUDA GPU to calibrate besides the CPU (repeatable); default: every device here")
+    parser.add_argument("--quick", action="store_true", help="a few seconds, rougher figures (for tests)")
+    parser.set_defaults(command=run)
+
+
+def run(args) -> int:
+    settings.require_writable("calibration")
+    names = calibrate.devices_to_calibrate(args.device)
+    busy = runlock.holder()
+    if busy is not None:  # a run's work would skew the measurements, and they its timings
+        raise runlock.BusyError(busy)
+    profile = calibrate.take(names, quick=args.quick)
+    try:
+        path, broken = profiles.save(profile), None  # before the report: minutes of measuring outlive a display fault
+    except profiles.ProfileError as e:
+        path, broken = None, e
+    print(calibrate.report(profile))
+    if broken:
+        print(f"error: the measurement looks broken, profile not written: {broken}. Other work during the calibration "
+              f"usually does this (the note above says how busy the machine was, where it was): run `python -m core "
+              f"calibrate` again when the machine is idle", file=sys.stderr)
+        return 1
+    print(f"calibrated {', '.join(names)} in {profile['seconds']:.0f} s: {path}")
+    return 0
