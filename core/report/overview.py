@@ -9,7 +9,7 @@ import json
 import re
 import pandas as pd
 
-from core import devices, experiments, published, settings
+from core import devices, experiments, published
 from core.present import analysis
 from core.model import hardware
 from core.predict import predictions, writeups

@@ -6,7 +6,7 @@ from typing import Iterator
 from core import devices
 from core.measure import timing
 from core.datasets import VALIDATION_ROWS
-from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory, data_resident)
+from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Point, RunState, Variant, check_memory, data_resident)
 from core.present.presented import Presented
 from core.experiments.cnn.model import (MODELS, TRAINERS, VALIDATION_CHUNK, build, validation_loss,
                                         weights_checksum)

@@ -3,7 +3,7 @@ per-epoch time, the cost of reading the loss to the host every k epochs, a varia
 (and on CUDA replays the step as a graph), and the model(x) vs model.forward(x) hook check."""
 from core import devices, published
 from core.measure import timing
-from core.measure.experiment import Experiment, Point, RunState, Variant
+from core.measure.experiment import Point, RunState, Variant
 from core.present.presented import Presented
 from core.experiments.iris.model import Training, initial_model, iris_data, thinned
 from core.params import ConfigError, Param

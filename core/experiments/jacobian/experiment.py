@@ -14,7 +14,7 @@ from scipy.optimize import nnls
 
 from core import devices, published, versions
 from core.measure import timing
-from core.measure.experiment import MEMORY_FRACTION, Experiment, Point, RunState, SkipPoint, Variant, check_memory
+from core.measure.experiment import MEMORY_FRACTION, Point, RunState, SkipPoint, Variant, check_memory
 from core.present.presented import Presented
 from core.experiments.jacobian import model as net
 from core.params import Param

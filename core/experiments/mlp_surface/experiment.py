@@ -7,7 +7,7 @@ import numpy as np
 
 from core import devices
 from core.measure import timing
-from core.measure.experiment import Experiment, Point, RunState, SkipPoint, Variant
+from core.measure.experiment import Point, RunState, SkipPoint, Variant
 from core.present.presented import Presented
 from core.experiments.mlp_surface.model import AS_WRITTEN, TUNED, WITH_LOADER, Trainer
 from core.params import Param

@@ -11,7 +11,7 @@ import torch
 
 from core import datasets, devices
 from core.measure import timing
-from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Experiment, Point, RunState, Variant, check_memory, data_resident)
+from core.measure.experiment import (LAST_DATA, MEMORY_FRACTION, Point, RunState, Variant, check_memory, data_resident)
 from core.present.presented import Presented
 from core.params import ConfigError, Param
 
