@@ -109,18 +109,14 @@ def standin_runs(records: list[dict], experiment: str) -> list[dict]:
 def measured_cpu(record: dict) -> pd.DataFrame:
     """The run's measured CPU points, with `per_unit_s`."""
     rows = analysis.ok(results.rows_frame([record], record["experiment"]))
-    return with_per_unit(rows[rows["device"] == "cpu"])
+    return rows[rows["device"] == "cpu"]
 
 
 def predicted_gpu(record: dict, target: hardware.Target) -> pd.DataFrame:
     """The run's stand-in points predicted on `target`, with `per_unit_s` (only those the model could
     predict)."""
     rows = predictions.standin_rows([record], record["experiment"], target)
-    return with_per_unit(rows[rows["point_status"] == "ok"])
-
-
-def with_per_unit(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows.assign(per_unit_s=rows["median_s"] / rows["per_call"].fillna(1))
+    return rows[rows["point_status"] == "ok"]
 
 
 def swept(record: dict) -> list[str]:
@@ -262,7 +258,7 @@ def section(experiment: experiments.Presented, records: list[dict], found: Forec
         return
     record = runs[0]
     target = hardware.resolve(found.target.gpu.name, host=predictions.driver(record))
-    measured, predicted = measured_cpu(record), with_per_unit(found.rows[found.rows["run_id"] == record["run_id"]])
+    measured, predicted = measured_cpu(record), found.rows[found.rows["run_id"] == record["run_id"]]
     if predicted.empty:
         st.info(f"The model could not predict any point of run {record['run_id']} on {target.title}.")
         return

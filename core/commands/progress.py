@@ -83,7 +83,7 @@ def point_outcome(row: dict) -> str:
     sample = (f"one sample: {call_text(row['unit'], per_call)} in {seconds_text(row['median'])}; "
               if per_call > 1 else "")
     spread = f"IQR {row['iqr'] / row['median']:.0%}" if row["iqr"] is not None and row["median"] > 0 else "one sample"
-    return (f"median {seconds_text(row['median'] / per_call)} per {row['unit']} "
+    return (f"median {seconds_text(results.per_unit(row['median'], per_call))} per {row['unit']} "
             f"({sample}{spread}, n={row['n']}{', noisy' if row['noisy'] else ''})")
 
 

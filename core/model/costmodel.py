@@ -105,6 +105,7 @@ from scipy.interpolate import RegularGridInterpolator
 
 from core.model import conv_probes
 from core.measure.kernels import cpu_attention
+from core.store import results
 
 PARTS = ("host", "launches", "loading", "compute", "copies", "sync")
 PHASES = ("step", "loading", "graph", "optimizer")
@@ -198,8 +199,8 @@ def per_unit(prediction: Prediction, per_call) -> Prediction:
     if isinstance(per_call, bool) or not isinstance(per_call, (int, float)) or not (
             math.isfinite(per_call) and per_call > 0):
         raise PredictionError(f"per_call: {per_call!r} is not a positive number of units per call")
-    return replace(prediction, seconds=prediction.seconds / per_call,
-                   parts={part: seconds / per_call for part, seconds in prediction.parts.items()})
+    return replace(prediction, seconds=results.per_unit(prediction.seconds, per_call),
+                   parts={part: results.per_unit(seconds, per_call) for part, seconds in prediction.parts.items()})
 
 
 def crossover(predicted: list[tuple[float, float, float]]) -> float | None:

@@ -115,7 +115,9 @@ def _row(meta: dict, found: Predicted, target: hardware.Target) -> dict:
             "variant": found.point.variant, "point": results.point_key(found.point.params),
             "point_status": "ok" if prediction else "error", "error": found.error, "unit": found.unit,
             "per_call": found.per_call, "per_sample": call_text(found.unit, found.per_call) if found.unit else None,
-            "median_s": prediction.seconds if prediction else None, "provenance": PREDICTED,
+            "median_s": prediction.seconds if prediction else None,
+            "per_unit_s": results.per_unit(prediction.seconds, found.per_call) if prediction else None,
+            "provenance": PREDICTED,
             "host_share": host_share(prediction) if prediction else None,
             "hardware": target.title,
             **{f"time_{part}_s": seconds for part, seconds in parts.items() if part != "launches"}}

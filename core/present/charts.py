@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from core.measure import breakdown
-from core.store import runs
+from core.store import results, runs
 from core.present.analysis import ok
 from core.measure.timing import NOISY_SPREAD, quartiles
 
@@ -664,11 +664,11 @@ def where_time_goes(rows: pd.DataFrame, counts: pd.Series, unit: str) -> alt.Cha
         names = rows["variant"] + " · " + rows["device"] + " · " + run_label(rows)
     bars = rows.assign(bar=names + "\n" + counts.reindex(rows.index).fillna(""),
                        per_call=rows["per_call"].fillna(1))
-    scale_name, factor = time_unit((bars["median_s"] / bars["per_call"]).max())
+    scale_name, factor = time_unit(results.per_unit(rows["median_s"], rows["per_call"]).max())
     long = bars.melt(id_vars=["bar", "per_call", "median_s"], value_vars=[f"time_{p}_s" for p in TIME_PARTS],
                      var_name="part", value_name="seconds")
     long["part"] = long["part"].str.removeprefix("time_").str.removesuffix("_s").map(lambda p: TIME_PARTS[p][0])
-    long["time"] = long["seconds"] / long["per_call"] * factor
+    long["time"] = results.per_unit(long["seconds"], long["per_call"]) * factor
     long["share"] = long["seconds"] / long["median_s"]
     long["order"] = long["part"].map({label: i for i, (label, _) in enumerate(TIME_PARTS.values())})
     labels, colours = zip(*TIME_PARTS.values())

@@ -59,7 +59,7 @@ def rows(sides: list[Side], experiment: str) -> pd.DataFrame:
     frame = pd.concat(frames, ignore_index=True)
     frame = frame[(frame["point_status"] == "ok") & (frame["median_s"] > 0)]
     return frame.assign(device_kind=frame["device"].map(devices.kind),
-                        per_unit_s=frame["median_s"] / frame["per_call"].fillna(1))
+                        per_unit_s=results.per_unit(frame["median_s"], frame["per_call"]))
 
 
 def point_label(frame: pd.DataFrame) -> pd.Series:
@@ -95,10 +95,10 @@ def ratios(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
         return pd.DataFrame(columns=["point", "side", "baseline", "this side", "ratio"])
     return pd.DataFrame({
         "point": point_label(pairs).to_numpy(), "side": pairs["side"].to_numpy(),
-        "baseline": [_time_text(m, q, n) for m, q, n in zip(pairs["per_unit_s_base"], pairs["iqr_s_base"] /
-                                                             pairs["per_call_base"].fillna(1), pairs["n_base"])],
-        "this side": [_time_text(m, q, n) for m, q, n in zip(pairs["per_unit_s"], pairs["iqr_s"] /
-                                                              pairs["per_call"].fillna(1), pairs["n"])],
+        "baseline": [_time_text(m, q, n) for m, q, n in zip(
+            pairs["per_unit_s_base"], results.per_unit(pairs["iqr_s_base"], pairs["per_call_base"]), pairs["n_base"])],
+        "this side": [_time_text(m, q, n) for m, q, n in zip(
+            pairs["per_unit_s"], results.per_unit(pairs["iqr_s"], pairs["per_call"]), pairs["n"])],
         "ratio": (pairs["per_unit_s"] / pairs["per_unit_s_base"]).to_numpy()})
 
 

@@ -248,7 +248,6 @@ def _measured_ratios(figure: pd.Series, rows: pd.DataFrame) -> list[dict]:
     matching = _configuration_points(figure, rows)
     if matching.empty:
         return []
-    matching = matching.assign(per_unit_s=matching["median_s"] / matching["per_call"].fillna(1))
     gpu = matching[analysis.on_accelerator(matching)]
     variant = _gpu_variant(figure, gpu)
     if variant:

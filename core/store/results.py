@@ -385,9 +385,17 @@ BREAKDOWN_COLUMNS = {f"{part}_s": f"time_{part}_s" for part in ("compute", "copi
 
 BASE_COLUMNS = ["run_id", "experiment", "preset", "status", "machine_id", "machine", "started", "ended", "points",
                 "planned_points", "config_id", "code_version", "device", "device_name", "variant", "point",
-                "point_status", "error", "unit", "per_call", "per_sample", "torch_threads", "median_s", "iqr_s",
+                "point_status", "error", "unit", "per_call", "per_sample", "torch_threads", "median_s", "per_unit_s", "iqr_s",
                 "noisy", "n", "cold", "samples_s", "warmup_samples_s", *CENSUS_COLUMNS.values(),
                 *BREAKDOWN_COLUMNS.values(), "census_note", "breakdown_note"]
+
+
+def per_unit(seconds, per_call):
+    """The seconds of one unit ("per epoch") from a sample's seconds, a sample holding `per_call` units (unknown:
+    one): a number, or pandas Series of each. The one place a time is divided by its units."""
+    if isinstance(per_call, pd.Series):
+        return seconds / per_call.fillna(1)
+    return None if seconds is None else seconds / (per_call or 1)
 
 
 def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
@@ -407,7 +415,8 @@ def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
                     "point_status": row.get("status", "ok"), "error": row.get("error"), "unit": row.get("unit"),
                     "per_call": row.get("per_call"), "per_sample": _per_sample(row),
                     "torch_threads": row.get("torch_threads", metrics.get("torch_threads")),
-                    "median_s": row.get("median"), "iqr_s": row.get("iqr"), "noisy": _noisy(row),
+                    "median_s": row.get("median"), "per_unit_s": per_unit(row.get("median"), row.get("per_call")),
+                    "iqr_s": row.get("iqr"), "noisy": _noisy(row),
                     "n": row.get("n", len(samples) if samples else None), "cold": row.get("cold"),
                     "samples_s": samples, "warmup_samples_s": row.get("warmup_samples"),
                     **_inspection(row)}
