@@ -8,7 +8,7 @@ import warnings
 import pandas as pd
 import streamlit as st
 
-from core import settings
+from core import experiments, settings
 from core.predict import predictions
 from core.model import profiles
 from core.store import results
@@ -80,7 +80,8 @@ def catalogue_accuracy() -> pd.DataFrame:
 def _predicted_rows(signature: tuple, calibrated: tuple, experiment: str, target: str) -> pd.DataFrame:
     records = _load(signature)[0]
     found = predictions.driven_rows(records, experiment, target)
-    return predictions.with_twin_metrics(found[found["point_status"] == "ok"], results.rows_frame(records, experiment))
+    return predictions.with_twin_metrics(found[found["point_status"] == "ok"], results.rows_frame(records, experiment),
+                                         experiments.get(experiment))
 
 
 def predicted_rows(experiment: str, target: str) -> pd.DataFrame:

@@ -46,6 +46,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from core import devices
 from core.measure import timing
+from core.store import files
 
 PARTS = ("compute", "copies", "sync", "loading", "host")
 LABELS = {"compute": "compute", "copies": "host-device copies", "sync": "synchronisation waits",
@@ -307,24 +308,53 @@ def _parents(host: list[Event]) -> list[int | None]:
 
 
 def _save(prof: profile, counted: list[Event], folder: Path, stem: str) -> dict:
-    """Write the trace and the operator table; their names relative to `folder`'s parent. The trace is
-    gzipped by blocks: export_chrome_trace's own .gz path compresses line by line, seconds per trace."""
-    folder.mkdir(parents=True, exist_ok=True)
-    trace, raw, table = (folder / f"{stem}{ext}" for ext in (".trace.json.gz", ".trace.json", ".ops.csv"))
+    """Write the trace and the operator table, each through a temporary file renamed into place
+    (core.store.files: a full disk never leaves a cut-off one); their names relative to `folder`'s parent. One that
+    cannot be written is left out, with why (`trace_note`, `table_note`): the measurement stands without it. The
+    trace is gzipped by blocks: export_chrome_trace's own .gz path compresses line by line, seconds per trace."""
+    trace, table = (folder / f"{stem}{ext}" for ext in (".trace.json.gz", ".ops.csv"))
+    saved = {"trace": f"{folder.name}/{trace.name}", "table": f"{folder.name}/{table.name}"}
+    try:
+        files.make_folder(folder)
+        size = _write_trace(prof, trace)
+    except (files.StoreError, _CutOff) as e:
+        saved |= {"trace": None, "trace_note": f"the trace was not kept: {e}"}
+    else:
+        if size > MAX_TRACE_BYTES:  # a whole fit of small batches runs to tens of MB: keep the folder small
+            trace.unlink()
+            saved |= {"trace": None, "trace_note": f"the trace ({size / 1e6:.0f} MB gzipped) was over the "
+                                                   f"{MAX_TRACE_BYTES / 1e6:.0f} MB kept per point"}
+    try:
+        files.replace_atomic(table, operator_table(counted).to_csv(index=False).encode())
+    except files.StoreError as e:
+        saved |= {"table": None, "table_note": f"the operator table was not kept: {e}"}
+    return saved
+
+
+class _CutOff(Exception):
+    """torch's profiler left its trace cut off (it does not say when a write fails)."""
+
+
+def _write_trace(prof: profile, trace: Path) -> int:
+    """Export the profile's Chrome trace to a temporary file, gzip it into `trace`; its size in bytes."""
+    raw = files.temporary_beside(trace.with_suffix(""))  # hidden, and swept as a leftover if this process is killed
     try:
         prof.export_chrome_trace(str(raw))
-        with open(raw, "rb") as source, gzip.open(trace, "wb", compresslevel=3) as target:
+        if not _ends_whole(raw):
+            raise _CutOff(f"torch's profiler wrote it cut off to {raw} (is the disk full?)")
+        with (files.writing(trace) as out, open(raw, "rb") as source,
+              gzip.GzipFile(filename="", mode="wb", compresslevel=3, fileobj=out) as target):
             shutil.copyfileobj(source, target, 1 << 20)
     finally:
         raw.unlink(missing_ok=True)
-    operator_table(counted).to_csv(table, index=False)
-    saved = {"trace": f"{folder.name}/{trace.name}", "table": f"{folder.name}/{table.name}"}
-    size = trace.stat().st_size
-    if size > MAX_TRACE_BYTES:  # a whole fit of small batches runs to tens of MB: keep the folder small
-        trace.unlink()
-        saved |= {"trace": None, "trace_note": f"the trace ({size / 1e6:.0f} MB gzipped) was over the "
-                                               f"{MAX_TRACE_BYTES / 1e6:.0f} MB kept per point"}
-    return saved
+    return trace.stat().st_size
+
+
+def _ends_whole(raw: Path) -> bool:
+    """Whether a Chrome trace file ends as a JSON object does: a write cut short by a full disk does not."""
+    with open(raw, "rb") as f:
+        f.seek(max(0, f.seek(0, os.SEEK_END) - 64))
+        return f.read().rstrip().endswith(b"}")
 
 
 def _check(device: str, median_s: float, stem: str) -> None:

@@ -95,6 +95,10 @@ class Experiment:
     params: tuple[Param, ...] = ()
     presets: dict[str, dict] = {}
     variants: tuple[Variant, ...] = ()
+    # The unit of each metric that is a time or a rate of the work one sample holds ("s", "µs", "GFLOP/s"): a
+    # predicted point scales it with its predicted time (core.predict.predictions.with_twin_metrics)
+    metric_units: dict[str, str] = {}
+    unpredicted_metrics: tuple[str, ...] = ()  # times of start-up or warm-up: one warm sample's prediction says nothing
     malloc_mmap_threshold: int | None = None  # glibc: bytes from which a run maps (and unmaps) its allocations
 
     # -- configuration -------------------------------------------------------------------------

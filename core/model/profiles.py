@@ -21,7 +21,7 @@ import torch
 
 from core import devices, settings, versions
 from core.model import conv_probes, costmodel
-from core.store import results
+from core.store import files
 
 SCHEMA_VERSION = 1
 SUBFOLDER = "calibration"
@@ -326,11 +326,14 @@ def path(machine_id: str = None, results_dir: Path = None) -> Path:
 
 
 def save(profile: dict) -> Path:
-    """Check and write a profile atomically over the machine's previous one; refused when read-only."""
+    """Check and write a profile atomically over the machine's previous one, after removing the temporary files
+    a killed save left; refused when read-only, core.store.files.StoreError (naming the file, its temporary one
+    removed) when the disk is full or the folder cannot be written."""
     settings.require_writable("calibration")
     validate(profile)
     target = path(profile["machine_id"])
-    results.write_atomic(target, profile)
+    files.remove_leftovers(target.parent)
+    files.write_atomic(target, profile)
     return target
 
 
@@ -368,7 +371,7 @@ _CHECKED: dict[tuple, dict] = {}
 def read_checked(target: Path) -> dict:
     """The profile in `target`, read like a record (a regular file only, never through a link, never blocking on
     a pipe) and checked, its machine id its folder's; ValueError saying what is wrong."""
-    text, version = results.read_regular_file(target)
+    text, version = files.read_regular_file(target)
     key = (str(target), version)
     if key not in _CHECKED:
         if len(_CHECKED) >= 64:

@@ -4,7 +4,6 @@ accuracy on every machine that measured and calibrated (the Predictions page, th
 
 A predicted row is never a measurement: its `provenance` is "predicted", its device the stand-in
 (`devices.STAND_IN`), its `device_name` the hardware with "(predicted)", and it holds no samples."""
-import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -124,15 +123,15 @@ def _row(meta: dict, found: Predicted, target: hardware.Target) -> dict:
     return {**found.point.params, **base}
 
 
-TIME_METRIC = re.compile(r"(_s|_ms|_us)$|^(s|ms|us|seconds)_")  # a metric in time units: step_s, us_per_epoch
-NOT_PREDICTED = ("first_epoch_s",)  # start-up and warm-up: a prediction of one warm sample says nothing of it
+TIME_UNITS = {"s": 1.0, "ms": 1.0, "µs": 1.0}  # a time scales with the predicted time; a rate (".../s") inversely
 
 
-def with_twin_metrics(predicted: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+def with_twin_metrics(predicted: pd.DataFrame, rows: pd.DataFrame, experiment: Experiment) -> pd.DataFrame:
     """Predicted rows with the metrics of their CPU twin (the same run, variant and point, measured on the
-    CPU) that a prediction can give: a time metric (by its name's unit) scaled by predicted / measured
-    median, and what describes the point rather than its outcome (whole numbers, text: steps per epoch,
-    roles, syncs per epoch). Losses, flags of how the CPU ran and other measured figures stay empty."""
+    CPU) that a prediction can give: a time or rate metric (by its unit, the experiment's `metric_units`) scaled
+    by predicted / measured median, and what describes the point rather than its outcome (whole numbers, text:
+    steps per epoch, roles, syncs per epoch). Losses, flags of how the CPU ran, the experiment's
+    `unpredicted_metrics` and other measured figures stay empty."""
     if predicted.empty or rows.empty:
         return predicted
     metrics = [c for c in rows.columns if c not in results.BASE_COLUMNS and c not in predicted.columns]
@@ -144,21 +143,22 @@ def with_twin_metrics(predicted: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFra
         if twin is not None and row["median_s"] is not None:
             scale = row["median_s"] / twin["median_s"]
             row |= {name: value for name in metrics
-                    if (value := _twin_metric(name, twin[name], scale)) is not None}
+                    if (value := _twin_metric(name, twin[name], scale, experiment)) is not None}
         filled.append(row)
     return pd.DataFrame(filled)
 
 
-def _twin_metric(name: str, value, scale: float):
+def _twin_metric(name: str, value, scale: float, experiment: Experiment):
     # a flag says how the CPU ran (a fused optimiser, a CUDA graph), not what the GPU would do
-    if name in NOT_PREDICTED or value is None or isinstance(value, bool):
+    if name in experiment.unpredicted_metrics or value is None or isinstance(value, bool):
         return None
     if isinstance(value, float) and pd.isna(value):
         return None
     if isinstance(value, str):
         return value
-    if TIME_METRIC.search(name) and isinstance(value, (int, float)):
-        return value * scale
+    unit = experiment.metric_units.get(name)
+    if unit is not None and isinstance(value, (int, float)):
+        return value * scale if unit in TIME_UNITS else value / scale
     return value if isinstance(value, int) or (isinstance(value, float) and value.is_integer()) else None
 
 

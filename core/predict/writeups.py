@@ -25,7 +25,7 @@ import pandas as pd
 
 from core import devices, published, settings, versions
 from core.model import costmodel, hardware
-from core.store import results
+from core.store import files, results
 from core.measure import standin
 from core.measure.experiment import Experiment, Point
 from core.present.presented import Presented
@@ -328,7 +328,7 @@ def save(frame: pd.DataFrame) -> Path:
     """Write the table with the code version and the date, atomically; refused when read-only."""
     settings.require_writable("saving the write-up validation")
     target = path()
-    results.write_atomic(target, {
+    files.write_atomic(target, {
         "schema": SCHEMA_VERSION, "machine_id": target.parent.parent.name, "code_version": versions.code_version(),
         "taken": results.now(), "seconds": frame.attrs.get("seconds"), "censuses": frame.attrs.get("censuses"),
         "figures": [{column: _plain(row[column]) for column in COLUMNS} for _, row in frame.iterrows()]})
@@ -340,7 +340,7 @@ def load(machine_id: str = None) -> pd.DataFrame:
     ValueError saying why when there is none or it is not one."""
     where = path(machine_id)
     try:
-        data = json.loads(results.read_regular_file(where)[0])
+        data = json.loads(files.read_regular_file(where)[0])
     except ValueError as e:
         raise ValueError(f"{where}: {e}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION or not isinstance(data.get("figures"), list):

@@ -30,7 +30,7 @@ import jsonschema
 
 from core import experiments, settings, versions
 from core.model import profiles
-from core.store import results
+from core.store import files, results
 from core.params import ConfigError, shown
 
 FORMAT, FORMAT_VERSION = "crossover-bundle", 1
@@ -134,7 +134,7 @@ def export(output: Path | BinaryIO, machines: list[str] | None = None, experimen
     if target.is_dir():
         raise ConfigError("--output", f"{target} is a folder; name the bundle file to write")
     try:
-        results.replace_atomic(target, data)
+        files.replace_atomic(target, data)
     except OSError as e:
         raise ConfigError("--output", f"cannot write {target}: {e.strerror or e}") from None
     return exported
@@ -298,7 +298,7 @@ def _merge_record(name: str, data: bytes, folder: Path, existing: dict[str, Path
                          "never overwritten")
     _check_artefact_names(record)
     target = _unlinked(folder, match["machine"]) / f"{record['run_id']}.json"
-    results.write_atomic(target, record)
+    files.write_atomic(target, record)
     existing[record["run_id"]] = target
     return None
 
@@ -317,7 +317,7 @@ def _merge_profile(name: str, data: bytes, folder: Path, existing: dict[str, Pat
         if profiles.read(target) == profile:
             return "this machine's profile is already here, the same"
         raise ValueError(f"machine {machine} already has another calibrated profile here ({target}); it is kept")
-    results.write_atomic(target, profile)
+    files.write_atomic(target, profile)
     return None
 
 

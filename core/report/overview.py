@@ -70,7 +70,7 @@ def predicted_rows(experiment: experiments.Presented, records: list[dict], machi
         return pd.DataFrame()
     rows = predictions.standin_rows(records, experiment.name, target)
     return predictions.with_twin_metrics(rows[rows["point_status"] == "ok"],
-                                         results.rows_frame(records, experiment.name))
+                                         results.rows_frame(records, experiment.name), experiment)
 
 
 def verdict_matrix(records: list[dict], predict: bool = True) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from core import experiments, published, versions
 from core.present import analysis
 from core.report import machines, overview
 from core.model import profiles
-from core.store import results, runs
+from core.store import files, results, runs
 from core.predict import writeups
 from core.present.charts import ratio_dots
 from core.params import ConfigError
@@ -62,7 +62,7 @@ def write(path: Path) -> Written:
         raise ConfigError("--output", f"{target.parent} is not a folder")
     document = build().encode()
     try:
-        results.replace_atomic(target, document)
+        files.replace_atomic(target, document)
     except OSError as e:
         raise ConfigError("--output", f"cannot write {target}: {e.strerror or e}") from None
     return Written(target, len(document), time.perf_counter() - started)

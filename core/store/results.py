@@ -7,14 +7,10 @@ there (a symbolic link, even to a record; a named pipe; a device; a folder named
 that is a symbolic link; a file over the cap; a file that is not JSON or fails the schema) is skipped with
 a warning naming it and why; hidden names (temporary files, logs, the lock) are never records. A run id is
 RUN_ID_PATTERN, and a run never overwrites another run's record."""
-import fnmatch
 import hashlib
 import json
 import os
 import re
-import stat
-import tempfile
-import time
 import uuid
 import warnings
 from datetime import datetime, timezone
@@ -23,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from core import devices, settings, versions
-from core.store import record_schema, runlock
+from core.store import files, record_schema, runlock
 from core.params import ConfigError, shown
 
 SCHEMA_VERSION = 2
@@ -33,11 +29,6 @@ MAX_RECORD_BYTES = 50_000_000   # 50 MB: a record over this is skipped unread (a
 # A run id names a file and a folder in the machine folder: never a path, a hidden name or a second suffix.
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 RUN_ID_ALLOWED = "1 to 100 letters, digits, '_' or '-', the first a letter or digit (no '.', '/' or space)"
-# write_atomic's temporary file beside a record; one a killed writer left is removed once this old.
-TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
-LEFTOVER_AGE_S = 60
-_FILE_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
-               (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
 
 
 def now() -> str:
@@ -54,81 +45,6 @@ def check_run_id(run_id: str) -> str:
     if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
         raise ConfigError("run-id", f"{shown(run_id)} is not a run id; allowed: {RUN_ID_ALLOWED}")
     return run_id
-
-
-def write_atomic(path: Path, data: dict) -> None:
-    """Write JSON to a temporary file beside `path`, then rename it over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    replace_atomic(path, _json_bytes(data))
-
-
-def _json_bytes(data: dict) -> bytes:
-    return json.dumps(data, indent=1, default=_jsonable).encode()
-
-
-def replace_atomic(path: Path, content: bytes) -> None:
-    """Write `content` beside `path` (in an existing folder), then rename it over `path`: a reader sees the
-    old file or the new one, never part of one."""
-    tmp = _written_beside(path, content)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def create_atomic(path: Path, content: bytes) -> None:
-    """Like replace_atomic, but only where nothing (not even a symbolic link) is at `path`, else
-    FileExistsError: the file appears whole, so a process killed meanwhile never leaves an empty one."""
-    tmp = _written_beside(path, content)
-    try:
-        os.link(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _written_beside(path: Path, content: bytes) -> Path:
-    """A temporary file beside `path` holding `content`, on disk."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a hosted, read-only view may run as another user
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
-
-
-def remove_leftovers(folder: Path, older_than_s: float = LEFTOVER_AGE_S) -> list[Path]:
-    """Remove the temporary files of write_atomic that a killed writer left in `folder` (older than
-    `older_than_s`: a live write takes far less); returns those removed."""
-    removed = []
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return removed
-    cutoff = time.time() - older_than_s
-    for name in fnmatch.filter(names, f"{TEMP_PREFIX}*.json.*{TEMP_SUFFIX}"):
-        path = folder / name
-        try:
-            info = os.lstat(path)
-            if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
-                path.unlink()
-                removed.append(path)
-        except OSError:  # gone already, or not ours to remove
-            continue
-    return removed
-
-
-def _jsonable(value):
-    if isinstance(value, tuple):
-        return list(value)
-    if hasattr(value, "item"):  # numpy / torch scalars
-        return value.item()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 class RecordWriter:
@@ -157,10 +73,10 @@ class RecordWriter:
             raise ConfigError("points", f"{planned_points:,} planned; allowed: at most {record_schema.MAX_ROWS:,} "
                                         "points in a run (a record holds no more)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        remove_leftovers(self.path.parent)
+        files.remove_leftovers(self.path.parent)
         self.record["planned_points"] = planned_points
         try:  # created whole and exclusively (never through a symbolic link); rewritten atomically from here on
-            create_atomic(self.path, _json_bytes(self.record))
+            files.create_atomic(self.path, files.json_bytes(self.record))
         except FileExistsError:
             raise ConfigError("run-id", f"a record of run {shown(self.record['run_id'])} already exists "
                                         f"({self.path}); a record is never overwritten: use another run id") from None
@@ -175,33 +91,33 @@ class RecordWriter:
             raise ValueError(f"row of {row.get('variant')} on {row.get('device')}: parameter or metric name(s) "
                              f"{clashes} would hide the row's own column(s); rename them")
         self.record["rows"].append(row)
-        write_atomic(self.path, self.record)
+        files.write_atomic(self.path, self.record)
 
     def plan_standins(self, planned: int) -> None:
         """Say how many stand-in censuses the run will take (none on GPUs alone), before it takes them: fewer in
         the record means it stopped among them."""
         settings.require_writable("writing results")
         self.record["standins_planned"] = planned
-        write_atomic(self.path, self.record)
+        files.write_atomic(self.path, self.record)
 
     def add_standin(self, entry: dict) -> None:
         """Append the stand-in census of a point a GPU would run (core.measure.standin)."""
         settings.require_writable("writing results")
         self.record["standin"].append(entry)
-        write_atomic(self.path, self.record)
+        files.write_atomic(self.path, self.record)
 
     def finish(self, status: str, error: str = None) -> None:
         settings.require_writable("writing results")
         assert status in STATUSES
         self.record.update(status=status, ended=now(), error=error)
-        write_atomic(self.path, self.record)
+        files.write_atomic(self.path, self.record)
 
 
 def read_record(path: Path) -> dict:
     """One record, or ValueError saying why the file is not a Crossover record: not a regular file (a
     symbolic link is never followed, a pipe never waited on), over MAX_RECORD_BYTES, gone, not JSON, or
     failing its schema (the field named)."""
-    return parse_record(*read_regular_file(Path(path)))
+    return parse_record(*files.read_regular_file(Path(path), MAX_RECORD_BYTES))
 
 
 def parse_record(text: bytes, version: tuple | None = None) -> dict:
@@ -230,38 +146,6 @@ def _schema_problem(data: dict, version: tuple) -> str | None:
             _SCHEMA_PROBLEMS.clear()
         _SCHEMA_PROBLEMS[version] = record_schema.problem(data, data["schema"])
     return _SCHEMA_PROBLEMS[version]
-
-
-def read_regular_file(path: Path) -> tuple[bytes, tuple]:
-    """The bytes of `path` if it is a regular file of at most MAX_RECORD_BYTES, read without following a
-    symbolic link or blocking on a pipe, and the file's version (device, inode, size, modification time);
-    else ValueError saying what it is."""
-    try:
-        _require_regular(os.lstat(path).st_mode)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(fd)
-            _require_regular(info.st_mode)  # it may have been swapped since it was listed
-            if info.st_size > MAX_RECORD_BYTES:
-                raise ValueError(_too_large(f"{info.st_size:,} bytes"))
-            data = f.read(MAX_RECORD_BYTES + 1)
-    except FileNotFoundError:
-        raise ValueError("gone: removed while the results were loading") from None
-    except OSError as e:
-        raise ValueError(f"unreadable ({e})") from None
-    if len(data) > MAX_RECORD_BYTES:
-        raise ValueError(_too_large("still growing"))
-    return data, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def _require_regular(mode: int) -> None:
-    if not stat.S_ISREG(mode):
-        kind = next((kind for is_kind, kind in _FILE_KINDS if is_kind(mode)), "not a file")
-        raise ValueError(f"not a regular file but {kind}, which is never followed or read")
-
-
-def _too_large(size: str) -> str:
-    return f"over the {MAX_RECORD_BYTES / 1e6:g} MB cap on a record (MAX_RECORD_BYTES): {size}"
 
 
 def record_paths(results_dir: Path = None) -> list[Path]:
@@ -356,7 +240,7 @@ def config_id(config: dict) -> str:
     """A short hash of what a run measured (its configuration, less the choice of variants): runs with
     the same id measured their common points the same way."""
     measured = {k: v for k, v in config.items() if k != "variants"}
-    return hashlib.sha256(json.dumps(measured, sort_keys=True, default=_jsonable).encode()).hexdigest()[:10]
+    return hashlib.sha256(json.dumps(measured, sort_keys=True, default=files.jsonable).encode()).hexdigest()[:10]
 
 
 def runs_frame(records: list[dict]) -> pd.DataFrame:

@@ -5,7 +5,7 @@ from core import published
 from core.store import results
 from core.present.analysis import REPRODUCED
 from core.experiments.cnn.experiment import AS_WRITTEN, EXPERIMENT, TUNED
-from core.store.results import write_atomic
+from core.store.files import write_atomic
 from tests.app.test_matmul_page import verdict_table
 from tests.helpers import page_text, render, smoke_record
 

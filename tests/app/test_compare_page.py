@@ -1,13 +1,13 @@
 """The side-by-side page on two fake machines: it names their differences and draws each experiment both ran."""
 from core import experiments, settings
-from core.store import results
+from core.store import files
 from tests.helpers import page_text, render
 from tests.unit.test_compare import shipped, twin
 
 
 def two_machines(folder) -> None:
     for record in (shipped("matmul"), twin(shipped("matmul")), shipped("iris"), twin(shipped("iris"), preset="paper")):
-        results.write_atomic(folder / record["machine_id"] / f"{record['run_id']}.json", record)
+        files.write_atomic(folder / record["machine_id"] / f"{record['run_id']}.json", record)
 
 
 def test_two_machines_are_compared_with_their_differences_named(results_dir):
@@ -29,7 +29,7 @@ def test_two_machines_are_compared_with_their_differences_named(results_dir):
 def test_with_one_machine_the_page_says_how_to_bring_another_in(results_dir, monkeypatch):
     for name in ("matmul", "iris"):
         record = shipped(name)
-        results.write_atomic(results_dir / record["machine_id"] / f"{record['run_id']}.json", record)
+        files.write_atomic(results_dir / record["machine_id"] / f"{record['run_id']}.json", record)
     at = render("pages/compare.py")
     assert not at.exception and "python -m core import" in at.info[0].value
     monkeypatch.setenv(settings.READ_ONLY_ENV, "1")

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from core import devices, settings
 from core.store import results, runs
 from core.experiments.matmul import charts as matmul_charts
-from core.store.results import write_atomic
+from core.store.files import write_atomic
 from tests.helpers import page_text, render
 from tests.unit.test_tables import too_precise
 

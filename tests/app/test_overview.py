@@ -1,6 +1,6 @@
 from core import devices, experiments, settings
 from core.report import overview
-from core.store import results
+from core.store import files
 from tests.helpers import render
 from tests.unit.test_overview import fake_record, gpu_and_cpu_machines
 
@@ -9,7 +9,7 @@ NOTICE = "No GPU has measured anything yet"
 
 def write(records: list[dict], folder) -> None:
     for record in records:
-        results.write_atomic(folder / record["machine_id"] / f"{record['run_id']}.json", record)
+        files.write_atomic(folder / record["machine_id"] / f"{record['run_id']}.json", record)
 
 
 def overview_page():

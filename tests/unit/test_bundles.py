@@ -7,7 +7,7 @@ import pytest
 from core import settings
 from core.report import bundles
 from core.model import profiles
-from core.store import results
+from core.store import files, results
 from core.commands.cli import main
 from core.params import ConfigError
 from tests.app.test_machines_page import made_profile
@@ -24,7 +24,7 @@ def source(tmp_path):
     (folder / MACHINE).mkdir(parents=True)
     for run in RUNS:
         shutil.copy(SHIPPED / MACHINE / f"{run}.json", folder / MACHINE)
-    results.write_atomic(profiles.path(MACHINE, folder), made_profile(MACHINE))
+    files.write_atomic(profiles.path(MACHINE, folder), made_profile(MACHINE))
     return folder
 
 
@@ -55,7 +55,7 @@ def test_a_run_already_here_with_other_content_is_refused_and_kept(source, resul
     (results_dir / MACHINE).mkdir(parents=True)
     mine = results_dir / MACHINE / f"{RUNS[0]}.json"
     record = results.read_record(source / MACHINE / f"{RUNS[0]}.json") | {"preset": "paper"}
-    results.write_atomic(mine, record)
+    files.write_atomic(mine, record)
     before = mine.read_bytes()
     imported = bundles.import_bundle(data)
     [(name, why)] = [r for r in imported.refused if r[0].startswith("records/")]
@@ -66,7 +66,7 @@ def test_a_run_already_here_with_other_content_is_refused_and_kept(source, resul
 
 def test_another_profile_of_a_machine_is_refused_and_kept(source, results_dir):
     data, _ = bundles.export_bytes(results_dir=source)
-    results.write_atomic(profiles.path(MACHINE, results_dir), made_profile(MACHINE) | {"seconds": 7.0})
+    files.write_atomic(profiles.path(MACHINE, results_dir), made_profile(MACHINE) | {"seconds": 7.0})
     imported = bundles.import_bundle(data)
     assert [name for name, _ in imported.refused] == [f"profiles/{MACHINE}.json"]
     assert "already has another calibrated profile" in imported.refused[0][1]

@@ -7,7 +7,7 @@ import pytest
 
 from core import settings
 from core.report import single_file
-from core.store import results
+from core.store import files, results
 from core.commands.cli import main
 from tests.helpers import shipped_runs
 
@@ -21,7 +21,7 @@ def document(tmp_path_factory):
     folder = tmp_path_factory.mktemp("results")
     record = results.read_record(next(MACHINE.glob("matmul-*.json")))
     record["fingerprint"]["cpu_model"] = "<script>alert('cpu')</script> Xeon"
-    results.write_atomic(folder / MACHINE.name / f"{record['run_id']}.json", record)
+    files.write_atomic(folder / MACHINE.name / f"{record['run_id']}.json", record)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(settings.RESULTS_ENV, str(folder))
         return single_file.build()

@@ -7,7 +7,7 @@ import pandas as pd
 
 from core import experiments
 from core.measure import census, runner
-from core.store import results
+from core.store import files, results
 from core.store.results import RecordWriter
 
 
@@ -119,12 +119,12 @@ def test_a_run_stopped_after_its_last_point_reads_as_complete_and_one_stopped_be
     record = dict(writer.record, standin=writer.record["standin"][:2])
     legacy = {k: v for k, v in record.items() if k != "standins_planned"}  # written before the field
     for status in ("cancelled", "partial"):
-        results.write_atomic(writer.path, dict(record, status=status, error="cancelled by the user"))
+        files.write_atomic(writer.path, dict(record, status=status, error="cancelled by the user"))
         loaded = results.load_records(results_dir)[0]
         assert (loaded["status"], loaded["error"]) == ("complete", None) and not results.has_every_standin(loaded)
-        results.write_atomic(writer.path, dict(legacy, status=status, error="cancelled by the user"))
+        files.write_atomic(writer.path, dict(legacy, status=status, error="cancelled by the user"))
         loaded = results.load_records(results_dir)[0]
         assert loaded["status"] == "complete" and loaded["error"].startswith(results.STANDINS_CUT)
         assert not results.has_every_standin(loaded)
-    results.write_atomic(writer.path, dict(record, status="cancelled", rows=record["rows"][:-1]))
+    files.write_atomic(writer.path, dict(record, status="cancelled", rows=record["rows"][:-1]))
     assert results.load_records(results_dir)[0]["status"] == "cancelled"

@@ -6,7 +6,7 @@ import json
 from core import devices, settings
 from core.commands import jobs
 from core.model import profiles
-from core.store import results, runlock
+from core.store import files, results, runlock
 from core.commands.cli import main
 from tests.app.test_machines_page import made_profile
 
@@ -19,7 +19,7 @@ def other_machine(folder):
     record = results.read_record(next(SHIPPED.glob("*/matmul-*.json")))
     record = record | {"run_id": "matmul-on-the-laptop", "machine_id": OTHER,
                        "fingerprint": record["fingerprint"] | {"machine_id": OTHER, "cpu_model": "Laptop CPU"}}
-    results.write_atomic(folder / OTHER / f"{record['run_id']}.json", record)
+    files.write_atomic(folder / OTHER / f"{record['run_id']}.json", record)
     runlock.paths(folder, OTHER)[1].write_text(json.dumps({"run_id": "laptop-run", "pid": 1}))
     return {p: p.read_bytes() for p in (folder / OTHER).rglob("*") if p.is_file()}
 
@@ -47,7 +47,7 @@ def test_another_machines_run_reads_as_running_only_while_its_lock_is_held(resul
     other_machine(results_dir)
     record = results.read_record(results_dir / OTHER / "matmul-on-the-laptop.json")
     record |= {"status": "running", "rows": record["rows"][:-1]}  # still measuring its last point
-    results.write_atomic(results_dir / OTHER / "matmul-on-the-laptop.json", record)
+    files.write_atomic(results_dir / OTHER / "matmul-on-the-laptop.json", record)
     assert results.load_records()[0]["status"] == "partial"  # nothing holds its lock: interrupted
     runlock.paths(results_dir, OTHER)[1].write_text(json.dumps({"run_id": "matmul-on-the-laptop", "pid": 999999999}))
     with open(runlock.paths(results_dir, OTHER)[0], "w") as lock:

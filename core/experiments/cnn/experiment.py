@@ -29,6 +29,8 @@ class Cnn(Presented):
     name = "cnn"
     title = "1-D CNN, 2-D CNN and GRU training"
     order = 10
+    metric_units = {"seconds_10_epochs": "s", "step_s": "s"}
+    unpredicted_metrics = ("first_epoch_s",)
     source = "000_3ce040413bd53071.txt"
     params = (
         Param("models", str, tuple(MODELS), "networks: cnn1d (the write-up's 1-D CNN), mnist (the 2-D "

@@ -20,6 +20,7 @@ class Iris(Presented):
     name = "iris"
     title = "Iris MLP: tiny-model overhead and the cost of reading the loss"
     order = 40
+    metric_units = {"seconds_per_20k_epochs": "s", "us_per_call": "µs", "us_per_epoch": "µs"}
     source = "003_f091c9a0e5f7d524.txt"
     params = (
         Param("epochs", int, PAPER_EPOCHS, "full-batch training epochs per run", low=1, high=1_000_000),

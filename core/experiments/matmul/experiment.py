@@ -24,6 +24,7 @@ class Matmul(Presented):
     name = "matmul"
     title = "Matrix multiply and transfers"
     order = 60
+    metric_units = {"gflop_per_s": "GFLOP/s", "gb_per_s": "GB/s"}
     source = "002_3344ff0316a6b6cf.txt"
     params = (
         Param("sizes", int, (16, 64, 200), "square matrix sizes", low=1, high=16384, many=True),

@@ -22,6 +22,7 @@ class MlpSurface(Presented):
     name = "mlp_surface"
     title = "MLP regression surface (peaks)"
     order = 30
+    metric_units = {"seconds_per_epoch": "s"}
     source = "001_f0fba680847bcfbd.txt"
     params = (
         Param("grid", int, 200, "side of the surface run's training grid (grid² samples)", low=2, high=2000),

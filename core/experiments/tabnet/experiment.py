@@ -39,6 +39,9 @@ class Tabnet(Presented):
     name = "tabnet"
     title = "TabNet (pytorch-tabnet)"
     order = 20
+    metric_units = {name: "s" for name in ("epoch_eval_s", "epoch_loader_s", "epoch_train_s", "evaluation_s", "fit_s",
+                                           "importance_s", "loader_s", "projected_10_epochs_s", "setup_s", "steps_s",
+                                           "train_10_epochs_s")}
     source = "000_3ce040413bd53071.txt"
     params = (
         Param("batch_sizes", int, (128, 512, 1024, 4096), "training batch sizes", low=2, high=65536, many=True),
