@@ -4,7 +4,7 @@ import sys
 from core import settings
 from core.calibration import calibrate
 from core.model import profiles
-from core.store import runlock
+from core.store import files, runlock
 
 
 def register(sub) -> None:
@@ -26,6 +26,10 @@ def run(args) -> int:
         path, broken = profiles.save(profile), None  # before the report: minutes of measuring outlive a display fault
     except profiles.ProfileError as e:
         path, broken = None, e
+    except files.StoreError as e:  # a full disk, a read-only folder: the figures are shown, then the error line
+        print(calibrate.report(profile))
+        raise e.followed_by("the measurements above are not saved: free some space (or make the folder writable) "
+                            "and run `python -m core calibrate` again") from e
     print(calibrate.report(profile))
     if broken:
         print(f"error: the measurement looks broken, profile not written: {broken}. Other work during the calibration "

@@ -10,7 +10,7 @@ from core.commands import calibrate, cancel, export, importing, info, listing, p
 from core.model import costmodel, hardware
 from core.params import ConfigError, clip
 from core.report import bundles
-from core.store import runlock
+from core.store import files, runlock
 
 COMMANDS = (info, listing, run, cancel, calibrate, predict, export, importing, report)
 
@@ -20,7 +20,7 @@ def main(argv: list[str] = None) -> int:
     try:
         return args.command(args)
     except (runlock.BusyError, ConfigError, devices.DeviceError, settings.ReadOnlyError, hardware.HardwareError,
-            costmodel.PredictionError, bundles.BundleError) as e:
+            costmodel.PredictionError, bundles.BundleError, files.StoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`python -m core list | head`): stop quietly

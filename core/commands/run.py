@@ -8,7 +8,7 @@ from core import devices, experiments, settings
 from core.commands.progress import progress_bar
 from core.measure import runner
 from core.params import ConfigError, clip, shown
-from core.store import results, runlock
+from core.store import files, results, runlock
 
 
 def register(sub) -> None:
@@ -35,7 +35,8 @@ def run(args) -> int:
     names = _devices(args.device)
     planned = len(exp.plan(config, names))
     writer = results.RecordWriter(exp.name, args.preset, config, names, run_id=args.run_id)
-    lock_fd = _hold_lock(writer, names)
+    with files.said(runlock.paths()[1]):  # a full disk or a read-only folder, in words
+        lock_fd = _hold_lock(writer, names)
     try:
         print(f"{exp.name} ({args.preset}) on {', '.join(names)} -> {writer.path}", flush=True)
         with progress_bar(f"{exp.name} ({args.preset})", planned) as bar:

@@ -338,15 +338,18 @@ class _CutOff(Exception):
 def _write_trace(prof: profile, trace: Path) -> int:
     """Export the profile's Chrome trace to a temporary file, gzip it into `trace`; its size in bytes."""
     raw = files.temporary_beside(trace.with_suffix(""))  # hidden, and swept as a leftover if this process is killed
+    kinetos = raw.with_name(f"{raw.name}.tmp")  # Kineto writes there, then renames it over `raw` (not when it failed)
     try:
-        prof.export_chrome_trace(str(raw))
+        with _native_stderr_muted():  # a failed write is a "Failed to write to log file!" line: said in the row instead
+            prof.export_chrome_trace(str(raw))
         if not _ends_whole(raw):
-            raise _CutOff(f"torch's profiler wrote it cut off to {raw} (is the disk full?)")
+            raise _CutOff("torch's profiler could not write it whole (is the disk full?)")
         with (files.writing(trace) as out, open(raw, "rb") as source,
               gzip.GzipFile(filename="", mode="wb", compresslevel=3, fileobj=out) as target):
             shutil.copyfileobj(source, target, 1 << 20)
     finally:
         raw.unlink(missing_ok=True)
+        kinetos.unlink(missing_ok=True)
     return trace.stat().st_size
 
 

@@ -1,7 +1,8 @@
 """Runs an experiment's points one by one into a record: builds each point's workload, times it
 (core.measure.timing), takes the census of one sample and the profiler's breakdown of a few (core.measure.census,
 core.measure.breakdown), and writes the row; a failing point is recorded as such (out of memory, device error,
-skipped) and the run goes on with the next."""
+skipped) and the run goes on with the next. A write the disk refuses (core.store.files.StoreError: full, read-only)
+stops the run: its record is closed as failed, saying why, where the disk still takes that."""
 import signal
 import traceback
 from pathlib import Path
@@ -12,6 +13,7 @@ import torch
 from core import devices, settings
 from core.measure import breakdown, census, standin, timing
 from core.measure.experiment import Experiment, Point, RunState, SkipPoint
+from core.store import files
 from core.store.results import RecordWriter
 
 
@@ -79,8 +81,10 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
     """Measure every point on every device, writing the record after each, then, unless every device is a
     GPU, take the stand-in census of every point a GPU would run (core.measure.standin: what the cost model predicts
     a GPU from, on any machine); returns the final status. SIGTERM cancels: the finished points stay in the
-    record (a cancel among the stand-ins leaves the run complete, with fewer than it planned). `starting` hears
-    of each point before it is measured, `progress` after (with its row), `standin_progress` of each census."""
+    record (a cancel among the stand-ins leaves the run complete, with fewer than it planned). A write of the record
+    that fails (files.StoreError: a full disk, a read-only mount) stops the run and closes its record as failed, saying
+    so, where that last write can be made; the StoreError is raised again, saying what came of the record. `starting`
+    hears of each point before it is measured, `progress` after (with its row), `standin_progress` of each census."""
     settings.require_writable("runs")
     points = experiment.plan(config, device_names)
     state = RunState()
@@ -105,14 +109,41 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
         writer.finish(status, None if ok else "no point could be measured")
     except (Cancelled, KeyboardInterrupt):
         status = "cancelled"
-        writer.finish(status, "cancelled by the user")
+        try:
+            writer.finish(status, "cancelled by the user")
+        except files.StoreError as e:
+            raise e.followed_by(f"the run was cancelled; {_UNCLOSED}") from e
+    except files.StoreError as e:
+        status = "failed"
+        raise _stopped(writer, e) from e
     except Exception as e:
         status = "failed"
-        writer.finish(status, "".join(traceback.format_exception_only(e)).strip())
+        try:
+            writer.finish(status, "".join(traceback.format_exception_only(e)).strip())
+        except files.StoreError as closing:
+            e.add_note(f"its record could not be closed: {closing}")
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
     return status
+
+
+# What a record that a failed write left reading "running" becomes: runs.STATUS_WORDS's "interrupted".
+_UNCLOSED = "its record could not be closed: once this run has ended it reads as interrupted"
+
+
+def _stopped(writer: RecordWriter, failure: files.StoreError) -> files.StoreError:
+    """After a write of the run failed: close its record as failed, saying why, unless the failed write was its
+    closing one; `failure`, saying what came of the run and its record."""
+    rows, planned = writer.record["rows"], writer.record["planned_points"]
+    done = f"the run stopped after measuring {len(rows)} of {planned} points"
+    if writer.record["status"] == "running":
+        try:
+            writer.finish("failed", f"stopped: {failure}")
+            return failure.followed_by(f"{done}; its record is closed as failed")
+        except files.StoreError:
+            pass
+    return failure.followed_by(f"{done}; {_UNCLOSED}")
 
 
 def _standins(experiment: Experiment, planned: list[Point], config: dict, writer: RecordWriter,

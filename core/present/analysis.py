@@ -10,6 +10,7 @@ from typing import Callable
 import pandas as pd
 
 from core import devices, settings
+from core.store import results
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -36,8 +37,7 @@ def latest(rows: pd.DataFrame, run_id: str = None) -> pd.DataFrame:
     data = ok(rows)
     if run_id:
         return data[data["run_id"] == run_id]
-    data = data[data["status"] == "complete"]
-    return data.sort_values("started", kind="stable").drop_duplicates([*POINT_KEYS, "device"], keep="last")
+    return results.latest_complete_rows(data, POINT_KEYS)
 
 
 def pair(rows: pd.DataFrame, values: tuple[str, ...] = ("median_s",), run_id: str = None) -> pd.DataFrame:

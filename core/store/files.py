@@ -56,7 +56,7 @@ class StoreError(OSError):
 
 
 @contextlib.contextmanager
-def _said(path: Path) -> Iterator[None]:
+def said(path: Path) -> Iterator[None]:
     """Turn a failure of writing `path` that is one of WRITE_FAILURES into StoreError, saying what is at `path`."""
     try:
         yield
@@ -78,7 +78,7 @@ def write_atomic(path: Path, data: dict) -> None:
 
 def make_folder(folder: Path) -> None:
     """Make `folder` and those above it where missing; StoreError for one of WRITE_FAILURES."""
-    with _said(folder):
+    with said(folder):
         Path(folder).mkdir(parents=True, exist_ok=True)
 
 
@@ -98,7 +98,7 @@ def jsonable(value):
 def replace_atomic(path: Path, content: bytes) -> None:
     """Write `content` beside `path` (in an existing folder), then rename it over `path`: a reader sees the
     old file or the new one, never part of one. StoreError for one of WRITE_FAILURES."""
-    with _said(path):
+    with said(path):
         tmp = _written_beside(path, content)
         try:
             os.replace(tmp, path)
@@ -110,7 +110,7 @@ def replace_atomic(path: Path, content: bytes) -> None:
 def create_atomic(path: Path, content: bytes) -> None:
     """Like replace_atomic, but only where nothing (not even a symbolic link) is at `path`, else
     FileExistsError: the file appears whole, so a process killed meanwhile never leaves an empty one."""
-    with _said(path):
+    with said(path):
         tmp = _written_beside(path, content)
         try:
             os.link(tmp, path)
@@ -122,7 +122,7 @@ def create_atomic(path: Path, content: bytes) -> None:
 def writing(path: Path) -> Iterator[BinaryIO]:
     """A binary file to write `path` through, in a block: a temporary file beside `path` (in an existing folder),
     synced and renamed over it when the block ends, removed when it raises; StoreError for one of WRITE_FAILURES."""
-    with _said(path):
+    with said(path):
         fd, tmp = _temporary(path)
         try:
             with _Sink(fd) as sink:
@@ -138,7 +138,7 @@ def writing(path: Path) -> Iterator[BinaryIO]:
 def temporary_beside(path: Path) -> Path:
     """An empty temporary file beside `path` (in an existing folder), named as remove_leftovers knows them, for a
     writer outside this module to fill (torch's profiler, say); its caller removes it."""
-    with _said(path):
+    with said(path):
         fd, tmp = _temporary(path)
         os.close(fd)
     return tmp

@@ -72,7 +72,7 @@ class RecordWriter:
         if planned_points > record_schema.MAX_ROWS:
             raise ConfigError("points", f"{planned_points:,} planned; allowed: at most {record_schema.MAX_ROWS:,} "
                                         "points in a run (a record holds no more)")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        files.make_folder(self.path.parent)
         files.remove_leftovers(self.path.parent)
         self.record["planned_points"] = planned_points
         try:  # created whole and exclusively (never through a symbolic link); rewritten atomically from here on
@@ -253,10 +253,16 @@ def latest_complete(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     `frame` has a row per run (runs_frame: the devices it measured) or per point (rows_frame: its device)."""
     if frame.empty:
         return pd.DataFrame(columns=[*keys, "device", "run_id"])
+    return latest_complete_rows(frame, keys)[[*keys, "device", "run_id"]]
+
+
+def latest_complete_rows(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The rows of `frame` (runs_frame's or rows_frame's) from the latest complete run for each value of `keys` and
+    each device: the one rule that chooses runs (latest_complete, runs.default_runs, analysis.latest)."""
     complete = frame[frame["status"] == "complete"].sort_values("started", kind="stable", na_position="first")
     if "device" not in complete:
         complete = complete.assign(device=complete["devices"]).explode("device")
-    return complete.drop_duplicates([*keys, "device"], keep="last")[[*keys, "device", "run_id"]]
+    return complete.drop_duplicates([*keys, "device"], keep="last")
 
 
 # A row's census and breakdown (per sample) as columns of the rows frame: record key -> column.
