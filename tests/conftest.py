@@ -6,6 +6,39 @@ import torch
 
 from core import settings
 
+FULL_TIER = "full"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true",
+                     help="run the full tier too (tests marked `full`: browser, subprocess races, real calibrations, "
+                          "the shipped results, kill -9): what CI runs")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without --full (or a -m of the caller's own), the tests marked `full` are deselected, and the summary
+    says how many, so the default tier stays a two-minute run and nothing is skipped silently."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(FULL_TIER)
+    if config.getoption("--full") or config.getoption("markexpr"):
+        return
+    kept = [item for item in items if not item.get_closest_marker(FULL_TIER)]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker(FULL_TIER)])
+        config.stash[_LEFT_OUT] = len(items) - len(kept)
+        items[:] = kept
+
+
+_LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    left_out = config.stash.get(_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(f"default tier: {left_out} tests of the full tier not run (python -m pytest --full "
+                                    "runs every test)")
+
 
 @pytest.fixture(autouse=True)
 def results_dir(tmp_path, monkeypatch):
