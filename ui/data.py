@@ -2,8 +2,10 @@
 accuracy, an experiment's predicted GPU rows); each cache key includes every record's mtime and size (and
 the calibrated profiles', for predictions), so a new or updated record or profile shows without restarting
 the app."""
+import copy
 import os
 import warnings
+from typing import Callable
 
 import pandas as pd
 import streamlit as st
@@ -98,3 +100,22 @@ def rows(experiment: str) -> pd.DataFrame:
 
 def published(experiment: str) -> pd.DataFrame:
     return published_figures.load(experiment)
+
+
+# What a page draws from the records, built once per state of the results folder for every reader: one shared,
+# bounded cache (st.cache_resource), never a copy per session. `key` names what else the result depends on.
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _shared(signature: tuple, calibrated: tuple, key: tuple, _build: Callable):
+    return _build()
+
+
+def shared(key: tuple, build: Callable):
+    """`build()` for this state of the records and profiles, shared by every session; the caller must not change it."""
+    return _shared(_signature(), _profiles_signature(), key, build)
+
+
+def draw(key: tuple, build: Callable[[], list]) -> None:
+    """Draw the Altair charts `build` makes, from Vega-Lite specs built once (shared) for this state of the records:
+    turning a chart into its spec takes most of a page's time."""
+    for spec in shared(("charts", *key), lambda: [chart.to_dict() for chart in build()]):
+        st.vega_lite_chart(copy.deepcopy(spec), width="stretch")  # Streamlit moves a spec's datasets out of it

@@ -267,11 +267,12 @@ def section(experiment: experiments.Presented, records: list[dict], found: Forec
     labels = (measured_label(record), predicted_label(target))
     compared = compare(measured, predicted).assign(series=labels[1])
     if x:
-        data = chart_frame(compared, labels[0], x, [p for p in params if p != x])
-        st.altair_chart(charts.measured_and_predicted(
-            data, x, title=f"{experiment.title}: measured CPU and predicted GPU per {x}", x_title=x,
-            y_title=unit_text(data), facet="variant" if data["variant"].nunique() > 1 else None,
-            tooltip=["variant", "CPU variant", "point"]), width="stretch")
+        frame = chart_frame(compared, labels[0], x, [p for p in params if p != x])
+        data.draw(("predicted", experiment.name, target.title, record["run_id"]), lambda: [
+            charts.measured_and_predicted(
+                frame, x, title=f"{experiment.title}: measured CPU and predicted GPU per {x}", x_title=x,
+                y_title=unit_text(frame), facet="variant" if frame["variant"].nunique() > 1 else None,
+                tooltip=["variant", "CPU variant", "point"])])
     st.caption(f"One panel per variant a GPU would run. Dotted lines and hollow points are predicted on "
                f"{target.title} by the cost model from each point's stand-in census (the workload built on "
                f"the meta device), not measured; solid ones are {labels[0]} (run {record['run_id']}), the same "

@@ -31,12 +31,13 @@ def experiment_page(name: str) -> None:
     records, published = data.records(), data.published(name)
     rows = data.rows(name)
     default_rows = runs.select(rows, runs.default_runs(rows))
-    about = exp.about(default_rows)
+    about = data.shared(("about", name), lambda: exp.about(default_rows))
     st.title(exp.title)
     st.markdown(f"> **The write-up's claim.** {about['Claim']}")
     st.caption(f"Source: {published_figures.citation(exp.source, where=False)}")
     forecast = predicted.forecast(exp)
-    _verdicts(exp.verdicts(default_rows, published, forecast.rows, forecast.accuracy), rows)
+    _verdicts(data.shared(("verdicts", name, forecast.target.title if forecast.target else None),
+                          lambda: exp.verdicts(default_rows, published, forecast.rows, forecast.accuracy)), rows)
     if rows.empty:
         st.info("No measured results yet" + (" in this view." if settings.read_only() else
                 f": start a run from the sidebar, or with `python -m core run {name} --preset quick`."))
@@ -110,8 +111,7 @@ def _results(exp, rows: pd.DataFrame, published: pd.DataFrame, records: list[dic
     st.subheader("Results", anchor="results")
     shown, run_names = run_picker.shown_rows(exp.name, rows)
     if len(shown):
-        for chart in exp.charts(shown, published):
-            st.altair_chart(chart, width="stretch")
+        data.draw(("experiment", exp.name, *sorted(shown["run_id"].unique())), lambda: exp.charts(shown, published))
         predicted.section(exp, records, forecast)
         where_time_goes(exp.name, shown)
     return shown, run_names

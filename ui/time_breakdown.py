@@ -11,6 +11,7 @@ from core import settings
 from core.present import analysis, charts
 from core.measure import census
 from core.store.results import CENSUS_COLUMNS
+from ui import data as data_cache
 
 
 def where_time_goes(name: str, rows: pd.DataFrame) -> None:
@@ -28,7 +29,8 @@ def where_time_goes(name: str, rows: pd.DataFrame) -> None:
                           key=f"{name}-breakdown-config")
     picked = inspected[inspected["point"] == chosen].sort_values(["device", "variant"])
     unit = picked["unit"].iloc[0]
-    st.altair_chart(charts.where_time_goes(picked, picked.apply(_counts, axis=1), unit), width="stretch")
+    data_cache.draw(("where the time goes", name, chosen, *sorted(rows["run_id"].unique())),
+                    lambda: [charts.where_time_goes(picked, picked.apply(_counts, axis=1), unit)])
     st.caption(f"Each bar is one {unit} of the latest complete run: the profiler's device compute (on the CPU, "
                "the operators' own time), copies, sync waits and data loading, and the rest of the timed median "
                "as host overhead. Under each label, the census of the same work: ATen operations, those that "

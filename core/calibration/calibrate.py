@@ -30,6 +30,7 @@ from core import devices, versions
 from core.measure import census, gc_watch, graphs, timing
 from core.model import conv_probes, costmodel, hardware, profiles
 from core.calibration import module_probes, op_probes
+from core.calibration.efforts import FULL, QUICK, Effort
 from core.store import results
 from core.measure.kernels import cpu_attention
 
@@ -75,44 +76,6 @@ TRAINING_CALLS: dict[tuple[str, str], float] = {}  # a conv probe's training cal
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 
 
-@dataclass(frozen=True)
-class Effort:
-    """How hard to look: the passes over every probe, each timing's repeats and block length (micro), the sizes
-    of the sized fields
-    (the elementwise ones SMALL_ELEMENTWISE below the large tensors),
-    the samples per DataLoader pass (batch 1, batched), the batch sizes of the DataLoader per batch size and the
-    rows it passes over at most, the bytes of the large tensors per device kind,
-    the nodes of the replayed graph and the kernels queued back to back, the GEMM grid's M, K and N, and the
-    flash-attention grid's block rows (32, 64 or 256: the kernel's own), key columns and head sizes."""
-    passes: int
-    repeats: int
-    block_seconds: float
-    matmul_sizes: dict[str, tuple[int, ...]]  # by device kind: a GPU reaches its rate at far larger products
-    conv1d_lengths: tuple[int, ...]
-    conv2d_sides: tuple[int, ...]
-    loader_samples: tuple[int, int]
-    loader_batches: tuple[int, ...]
-    loader_rows: int
-    large_bytes: dict[str, int]
-    graph_nodes: int
-    queued_kernels: int
-    gemm_grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
-    attention_grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
-
-
-FULL = Effort(passes=5, repeats=7, block_seconds=0.03,
-              matmul_sizes={"cpu": (16, 32, 64, 256, 1024), "cuda": (16, 32, 64, 256, 1024, 4096)},
-              conv1d_lengths=(16, 256, 2048),
-              conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), loader_batches=(1, 16, 64, 256, 1024, 4096),
-              loader_rows=65536, large_bytes={"cpu": 2**26, "cuda": 2**28},
-              graph_nodes=200, queued_kernels=500,
-              gemm_grid=((16, 32, 64, 128, 1024, 8192, 65536), (2, 4, 16, 32, 64, 256), (1, 2, 3, 4, 8, 10, 16, 32, 64, 256)),
-              attention_grid=((32, 64, 256), (32, 128, 512), (8, 32, 128)))
-QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes={"cpu": (16, 64, 256), "cuda": (16, 64, 256, 1024)},
-               conv1d_lengths=(256,), conv2d_sides=(16,),
-               loader_samples=(64, 1024), loader_batches=(1, 64, 1024), loader_rows=4096, large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
-               queued_kernels=50, gemm_grid=((16, 1024), (4, 64), (2, 16)),
-               attention_grid=((32, 64), (32, 128), (8, 32)))
 CALIBRATED_KINDS = ("cpu", "cuda")
 # Figures timed per shape, which the report sums up in a line each (the Machines page lists every shape)
 GRIDS = {**dict.fromkeys(profiles.GEMM_FIGURES, "the GEMM grid (the Machines page lists every shape)"),

@@ -10,7 +10,7 @@ from typing import Callable
 import pandas as pd
 
 from core import devices
-from core.calibration import calibrate
+from core.calibration.efforts import FULL
 from core.model import costmodel, hardware, profiles
 from core.store import results
 from core.measure import standin
@@ -359,7 +359,7 @@ def quick_profile_text(machine_id: str, device: str) -> str:
     figures = profiles.sections(profile).get(device, {})
     if "matmul_flops" not in figures:
         return ""
-    quick, full = max(map(int, figures["matmul_flops"])), calibrate.FULL.matmul_sizes[devices.kind(device)][-1]
+    quick, full = max(map(int, figures["matmul_flops"])), FULL.matmul_sizes[devices.kind(device)][-1]
     uncollected = not set(costmodel.COLLECTION_FIGURES) <= set(profile["cpu"])
     twin = hardware.catalogue_twin(profile, device)
     larger = (f"at the catalogue's {twin.title} rate for its size (at least that size's rate)" if twin else

@@ -24,14 +24,17 @@ class Presented(Experiment):
     """An experiment with what its page shows: `bind` gives it its package's analysis (CLAIMS, TABLES), its
     charts module (`charts(rows, published)`) and, where its write-up has timing figures, its writeup module
     (core.predict.writeups' REPLICAS and UNREPLICATED)."""
-    claims: tuple = ()
-    _tables: dict = {}
-    _draw = None
+    _analysis: ModuleType | None = None
+    _charts: ModuleType | None = None
     writeup: ModuleType | None = None
 
     def bind(self, analysis: ModuleType, charts: ModuleType, writeup: ModuleType | None = None) -> "Presented":
-        self.claims, self._tables, self._draw, self.writeup = tuple(analysis.CLAIMS), analysis.TABLES, charts.charts, writeup
+        self._analysis, self._charts, self.writeup = analysis, charts, writeup
         return self
+
+    @property
+    def claims(self) -> tuple:
+        return tuple(self._analysis.CLAIMS) if self._analysis else ()
 
     def verdicts(self, rows: pd.DataFrame, published: pd.DataFrame, predicted: pd.DataFrame = None,
                  accuracy: str = "") -> list:
@@ -40,7 +43,7 @@ class Presented(Experiment):
 
     def table_makers(self) -> dict:
         """The package's TABLES: title -> a core.present.tables.Table (or any function of the rows frame)."""
-        return self._tables
+        return self._analysis.TABLES if self._analysis else {}
 
     def tables(self, rows: pd.DataFrame, run_names: dict | None = None) -> dict[str, pd.DataFrame]:
         """Each table of TABLES for people (core.present.tables.readable: human headings, rounded figures, runs
@@ -48,7 +51,7 @@ class Presented(Experiment):
         return {title: tables.for_people(make, rows, run_names) for title, make in self.table_makers().items()}
 
     def charts(self, rows: pd.DataFrame, published: pd.DataFrame) -> list:
-        return self._draw(rows, published) if self._draw else []
+        return self._charts.charts(rows, published) if self._charts else []
 
     def about(self, rows: pd.DataFrame | None = None) -> dict[str, str]:
         """The sections of about.md (Claim, Measured, Why, Notes, Source), published figures filled in, and measured

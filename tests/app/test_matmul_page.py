@@ -10,6 +10,7 @@ from core import devices, settings
 from core.store import results, runs
 from core.experiments.matmul import charts as matmul_charts
 from core.store.files import write_atomic
+from ui import data
 from tests.helpers import page_text, render
 from tests.unit.test_tables import too_precise
 
@@ -103,6 +104,7 @@ def test_by_default_the_complete_runs_are_shown_one_each_and_the_picker_switches
 
     at = at.run()  # another rerun keeps the choice
     assert charted[-1] == {cancelled}
+    data._shared.clear()  # drawn for these runs before: shared by every session, so not built again unless cleared
     at = at.button(key=f"crossover-runs-reset-{NAME}").click().run()
     assert charted[-1] == {complete, smoke} and "latest complete run" in runs_caption(at)
 

@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from core import devices, settings
-from core.calibration import calibrate, module_probes, op_probes
+from core.calibration import calibrate, efforts, module_probes, op_probes
 from core.measure import census, gc_watch
 from core.model import costmodel, profiles
 from core.store import runlock
@@ -33,9 +33,9 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
         values = cpu[field.name].values() if field.sized else [cpu[field.name]]
         for value in values:
             assert field.low <= value <= field.high, (field.name, value, field.unit)
-    assert set(cpu["matmul_flops"]) == {str(n) for n in calibrate.QUICK.matmul_sizes["cpu"]}
-    assert set(cpu["conv2d_flops"]) == {"8x16x2x2", *(f"8x16x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
-    one_channel = {"8x1x4", "8x1x256", "8x1x2x2", *(f"8x1x{s}x{s}" for s in calibrate.QUICK.conv2d_sides)}
+    assert set(cpu["matmul_flops"]) == {str(n) for n in efforts.QUICK.matmul_sizes["cpu"]}
+    assert set(cpu["conv2d_flops"]) == {"8x16x2x2", *(f"8x16x{s}x{s}" for s in efforts.QUICK.conv2d_sides)}
+    one_channel = {"8x1x4", "8x1x256", "8x1x2x2", *(f"8x1x{s}x{s}" for s in efforts.QUICK.conv2d_sides)}
     assert set(cpu["conv_one_channel_flops"]) == one_channel
     assert set(cpu["conv_backward_share"]) == one_channel | set(cpu["conv1d_flops"]) | set(cpu["conv2d_flops"])
     assert set(cpu["elementwise_rate"]) == {"4096", "65536", "1048576"}  # the largest: QUICK's 4 MiB of float32
@@ -45,11 +45,11 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert set(cpu["narrow_gemm_seconds"]) == {str(n) for n in calibrate.NARROW_COLUMNS}
     assert set(cpu["sort_row_element_seconds"]) == {str(n) for n in calibrate.SORT_ROWS}
     for field in ({"loader_per_sample"} | collection) & set(cpu) - {"full_collection_seconds", "collection_heap_objects"}:
-        assert set(cpu[field]) == {str(b) for b in calibrate.QUICK.loader_batches}
+        assert set(cpu[field]) == {str(b) for b in efforts.QUICK.loader_batches}
     assert set(cpu["module_call_seconds"]) == set(module_probes.PROBES)
-    grid = {f"{m}x{k}x{n}" for m, k, n in itertools.product(*calibrate.QUICK.gemm_grid)}
+    grid = {f"{m}x{k}x{n}" for m, k, n in itertools.product(*efforts.QUICK.gemm_grid)}
     assert set(cpu["gemm_seconds"]) == set(cpu["linear_seconds"]) == grid
-    blocks = {f"{q}x{k}x{d}" for q, k, d in itertools.product(*calibrate.QUICK.attention_grid)}
+    blocks = {f"{q}x{k}x{d}" for q, k, d in itertools.product(*efforts.QUICK.attention_grid)}
     assert set(cpu["flash_attention_seconds"]) == set(cpu["flash_attention_backward_seconds"]) == blocks
     assert quick_profile["gpus"] == {} and quick_profile["quick"] is True
     assert quick_profile["machine_id"] == devices.fingerprint()["machine_id"]
@@ -67,7 +67,7 @@ def test_the_loader_probe_counts_the_full_collections_apart_from_the_loading(mon
             return iter(range(self.batches))
 
     monkeypatch.setattr(calibrate, "DataLoader", Collecting)
-    found = calibrate.loader_by_batch("cpu", dataclasses.replace(calibrate.QUICK, loader_batches=(64,), loader_rows=640))
+    found = calibrate.loader_by_batch("cpu", dataclasses.replace(efforts.QUICK, loader_batches=(64,), loader_rows=640))
     assert found["loader_collections_per_sample"] == {"64": 1 / 640}  # one in each pass of 640 samples
     assert found["loader_uncollected_per_sample"]["64"] < found["loader_per_sample"]["64"]  # each pass less its own
 
@@ -81,7 +81,7 @@ def test_passes_too_short_to_see_a_full_collection_leave_the_collection_figures_
         def __iter__(self):
             return iter(range(self.batches))
 
-    effort = dataclasses.replace(calibrate.QUICK, loader_batches=(64,), loader_rows=640)
+    effort = dataclasses.replace(efforts.QUICK, loader_batches=(64,), loader_rows=640)
     monkeypatch.setattr(calibrate, "DataLoader", Quiet)
     quiet = calibrate.loader_cost("cpu", effort)
     assert "loader_per_sample" in quiet and not set(costmodel.COLLECTION_FIGURES) & set(quiet)
@@ -103,11 +103,11 @@ def test_a_numpy_field_costs_what_its_passes_take_beyond_a_tensor_field_s_and_ne
         assert (batch_size, samples) == (calibrate.NUMPY_LOADER_BATCH, 512)
         return [arrays if numpy else tensors, 9.0], []  # the best of the passes counts
     monkeypatch.setattr(calibrate, "_loader_passes", passes)
-    effort = dataclasses.replace(calibrate.QUICK, loader_rows=512)
+    effort = dataclasses.replace(efforts.QUICK, loader_rows=512)
     assert calibrate.numpy_field_seconds("cpu", effort) == pytest.approx(per_field)  # two fields of 512 samples
 
 
-@pytest.mark.parametrize("effort", [calibrate.QUICK, calibrate.FULL])
+@pytest.mark.parametrize("effort", [efforts.QUICK, efforts.FULL])
 def test_memory_bandwidth_is_timed_on_a_copy_past_the_caches_whatever_the_effort(monkeypatch, effort):
     made = []
     rand = torch.rand
@@ -143,10 +143,10 @@ def test_a_probe_with_a_figure_outside_its_sane_range_is_measured_again_after_a_
     probe = calibrate.Probe("made", profiles.HOST, lambda device, effort: next(readings))
     assert profiles.out_of_range({"module_call": 5.0, "op_call_seconds": {"tanh": 0.5}}) == ["module_call",
                                                                                           "op_call_seconds"]
-    assert calibrate._measure(probe, "cpu", calibrate.QUICK) == {"module_call": 1e-6, "op_call_seconds": {"tanh": 1e-6}}
+    assert calibrate._measure(probe, "cpu", efforts.QUICK) == {"module_call": 1e-6, "op_call_seconds": {"tanh": 1e-6}}
     assert pauses == [calibrate.RETRY_PAUSE_S] * 2  # before each measurement again, for the stall to pass
     stuck = calibrate.Probe("stuck", profiles.HOST, lambda device, effort: {"module_call": 5.0})
-    assert calibrate._measure(stuck, "cpu", calibrate.QUICK) == {"module_call": 5.0}  # left for save to refuse
+    assert calibrate._measure(stuck, "cpu", efforts.QUICK) == {"module_call": 5.0}  # left for save to refuse
 
 
 @pytest.mark.parametrize("field, key, message", [
@@ -324,14 +324,14 @@ def test_a_quick_calibration_measures_every_gpu_field_on_every_gpu():
     assert set(profile["gpus"]) == set(gpus)
     for gpu in gpus:
         assert set(profile["gpus"][gpu]) == {f.name for f in profiles.fields_for("cuda")}
-        assert set(profile["gpus"][gpu]["matmul_flops"]) == {str(n) for n in calibrate.QUICK.matmul_sizes["cuda"]}
+        assert set(profile["gpus"][gpu]["matmul_flops"]) == {str(n) for n in efforts.QUICK.matmul_sizes["cuda"]}
     profiles.validate(profile)
 
 
 def test_a_gpu_times_larger_matrix_products_than_a_cpu(monkeypatch):
     monkeypatch.setattr(calibrate.torch, "randn", lambda *size, device: torch.empty(0))  # no GPU needed to plan them
     monkeypatch.setattr(calibrate, "_flop_rate", lambda fn, device, effort: 1.0)
-    for effort in (calibrate.QUICK, calibrate.FULL):
+    for effort in (efforts.QUICK, efforts.FULL):
         on_gpu = [int(n) for n in calibrate.matmul_rate("cuda:1", effort)["matmul_flops"]]
         on_cpu = [int(n) for n in calibrate.matmul_rate("cpu", effort)["matmul_flops"]]
         assert max(on_gpu) > max(on_cpu) and on_cpu == on_gpu[:len(on_cpu)]
@@ -343,7 +343,7 @@ def test_a_pass_times_the_bare_operation_once_and_the_next_pass_again(monkeypatc
     monkeypatch.setattr(calibrate, "PROBES", [calibrate.Probe("two", ("cpu",), lambda device, effort: {
         "op_overhead_no_grad": calibrate._bare_op_seconds(device, effort),
         "module_call": calibrate._bare_op_seconds(device, effort)})])
-    monkeypatch.setattr(calibrate, "QUICK", calibrate.replace(calibrate.QUICK, passes=2))
+    monkeypatch.setattr(calibrate, "QUICK", calibrate.replace(efforts.QUICK, passes=2))
     monkeypatch.setattr(calibrate.versions, "code_version", lambda: {"commit": None, "dirty": False})
     profile = calibrate.take(["cpu"], quick=True, progress=False)
     assert timed == ["cpu", "cpu"]  # one bare-op timing per pass, shared by the pass's probes
@@ -370,18 +370,18 @@ def test_the_cpu_seconds_read_grow_with_work():
 
 def test_the_backward_share_divides_by_the_training_calls_the_rate_probes_timed_in_the_pass(monkeypatch):
     calibrate.TRAINING_CALLS.clear()
-    calibrate.conv_rate("cpu", calibrate.QUICK)
-    calibrate.one_channel_conv_rate("cpu", calibrate.QUICK)
+    calibrate.conv_rate("cpu", efforts.QUICK)
+    calibrate.one_channel_conv_rate("cpu", efforts.QUICK)
     timed = {key: seconds for (device, key), seconds in calibrate.TRAINING_CALLS.items() if device == "cpu"}
     retimed = []
     monkeypatch.setattr(calibrate, "_training_seconds", lambda *args: retimed.append(args) or 1.0)
-    shares = calibrate.conv_backward_share("cpu", calibrate.QUICK)["conv_backward_share"]
+    shares = calibrate.conv_backward_share("cpu", efforts.QUICK)["conv_backward_share"]
     assert set(shares) == set(timed) and retimed == []  # every whole call from the pass, none timed again
     calibrate.TRAINING_CALLS.update({("cpu", key): 1e3 for key in timed})  # calls far longer than any forward
-    assert set(calibrate.conv_backward_share("cpu", calibrate.QUICK)["conv_backward_share"].values()) == {
+    assert set(calibrate.conv_backward_share("cpu", efforts.QUICK)["conv_backward_share"].values()) == {
         calibrate.MAX_BACKWARD_SHARE}
     calibrate.TRAINING_CALLS.clear()  # a probe run alone times its own
-    assert len(calibrate.conv_backward_share("cpu", calibrate.QUICK)["conv_backward_share"]) == len(retimed) == len(timed)
+    assert len(calibrate.conv_backward_share("cpu", efforts.QUICK)["conv_backward_share"]) == len(retimed) == len(timed)
 
 
 def test_the_training_figure_is_where_the_model_prices_the_step_at_its_time_and_never_below_a_launch():
@@ -406,7 +406,7 @@ def test_the_training_figure_is_where_the_model_prices_the_step_at_its_time_and_
 def test_the_training_step_probe_refuses_without_the_pass_s_host_and_launch_figures(monkeypatch, measured):
     monkeypatch.setattr(calibrate, "PASS", measured)
     with pytest.raises(RuntimeError, match="cuda:0: the training step is priced at the host's and the GPU's launch"):
-        calibrate.training_op_overhead("cuda:0", calibrate.QUICK)
+        calibrate.training_op_overhead("cuda:0", efforts.QUICK)
 
 
 def test_a_step_whose_census_holds_no_recording_operation_on_the_gpu_is_refused():
@@ -422,7 +422,7 @@ def test_a_pass_s_probes_read_the_figures_measured_before_them_in_that_pass(monk
         calibrate.Probe("first", ("cpu",), lambda device, effort: {"module_call": 1e-6}),
         calibrate.Probe("second", ("cpu",), lambda device, effort: seen.append(dict(calibrate.PASS[device])) or {
             "op_overhead_no_grad": 2e-6})])
-    monkeypatch.setattr(calibrate, "QUICK", calibrate.replace(calibrate.QUICK, passes=2))
+    monkeypatch.setattr(calibrate, "QUICK", calibrate.replace(efforts.QUICK, passes=2))
     monkeypatch.setattr(calibrate.versions, "code_version", lambda: {"commit": None, "dirty": False})
     calibrate.take(["cpu"], quick=True, progress=False)
     assert seen == [{"module_call": 1e-6}, {"module_call": 1e-6}]  # each pass's own, the first probe's alone
