@@ -31,6 +31,7 @@ scaled, host is 0 and `adds_up` is False: the profile could not be reconciled wi
 """
 import bisect
 import contextlib
+import gc
 import gzip
 import math
 import os
@@ -173,10 +174,13 @@ def take(workload: timing.Workload, device: str, median_s: float, folder: Path, 
     kernels = measured.pop("kernels")
     per_sample = {part: seconds / marks.samples for part, seconds in measured.items()}
     profiled_s = _length(windows) / marks.samples
+    saved = _save(prof, counted, Path(folder), stem)
+    if saved["trace"] is None:  # a trace Kineto failed to write stays open (deleted, its space held) until the
+        del prof                # profile, in a reference cycle, is collected
+        gc.collect()
     return reconcile(per_sample, median_s, profiled_s) | {
         "profiled_s": profiled_s, "samples": marks.samples,
-        "kernels": None if kernels is None else _whole(kernels / marks.samples),
-        **_save(prof, counted, Path(folder), stem)}
+        "kernels": None if kernels is None else _whole(kernels / marks.samples), **saved}
 
 
 @contextlib.contextmanager
@@ -314,8 +318,12 @@ def _save(prof: profile, counted: list[Event], folder: Path, stem: str) -> dict:
     trace is gzipped by blocks: export_chrome_trace's own .gz path compresses line by line, seconds per trace."""
     trace, table = (folder / f"{stem}{ext}" for ext in (".trace.json.gz", ".ops.csv"))
     saved = {"trace": f"{folder.name}/{trace.name}", "table": f"{folder.name}/{table.name}"}
-    try:
+    try:  # the small table first: the trace's raw export may take the last of the space
         files.make_folder(folder)
+        files.replace_atomic(table, operator_table(counted).to_csv(index=False).encode())
+    except files.StoreError as e:
+        saved |= {"table": None, "table_note": f"the operator table was not kept: {e}"}
+    try:
         size = _write_trace(prof, trace)
     except (files.StoreError, _CutOff) as e:
         saved |= {"trace": None, "trace_note": f"the trace was not kept: {e}"}
@@ -324,10 +332,6 @@ def _save(prof: profile, counted: list[Event], folder: Path, stem: str) -> dict:
             trace.unlink()
             saved |= {"trace": None, "trace_note": f"the trace ({size / 1e6:.0f} MB gzipped) was over the "
                                                    f"{MAX_TRACE_BYTES / 1e6:.0f} MB kept per point"}
-    try:
-        files.replace_atomic(table, operator_table(counted).to_csv(index=False).encode())
-    except files.StoreError as e:
-        saved |= {"table": None, "table_note": f"the operator table was not kept: {e}"}
     return saved
 
 
