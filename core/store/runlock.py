@@ -15,11 +15,11 @@ import fcntl
 import json
 import os
 import stat
-import tempfile
 import time
 from pathlib import Path
 
 from core import devices, settings
+from core.store import files
 from core.params import ConfigError, clip
 
 LOCK_NAME = ".run.lock"
@@ -183,13 +183,5 @@ def _read(info_path: Path) -> dict | None:
 
 
 def _publish(info_path: Path, info: dict) -> None:
-    """Write the description to a temporary file and rename it into place: a reader sees all or none."""
-    fd, tmp = tempfile.mkstemp(dir=info_path.parent, prefix=f"{info_path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(info, f)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a read-only view may run as another user
-        os.replace(tmp, info_path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write the description atomically (core.store.files): a reader sees all or none."""
+    files.replace_atomic(info_path, json.dumps(info).encode())
