@@ -95,7 +95,8 @@ def predicted_rows(experiment: str, target: str) -> pd.DataFrame:
 
 
 def rows(experiment: str) -> pd.DataFrame:
-    return results.rows_frame(records(), experiment)
+    """The experiment's rows frame, built once for this state of the records and shared: callers must not change it."""
+    return shared(("rows", experiment), lambda: results.rows_frame(records(), experiment))
 
 
 def published(experiment: str) -> pd.DataFrame:
