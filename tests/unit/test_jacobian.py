@@ -141,7 +141,7 @@ def test_a_run_keeps_its_calibrations_to_itself_and_the_experiment_keeps_nothing
     assert first.memo and not second.memo
     EXP.estimate(Point("cpu", jacobian.TUNED, {"val": 5}), config, second)
     assert second.memo.keys() == first.memo.keys()  # the second run calibrated for itself
-    assert vars(EXP) == {}
+    assert set(vars(EXP)) == {"_analysis", "_charts", "writeup"}  # its package's parts, bound once; no run's state
 
 
 def _earlier_row(val: int, median: float, threads: int, status: str = "ok", variant=jacobian.AS_WRITTEN) -> dict:
