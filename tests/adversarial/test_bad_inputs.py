@@ -87,6 +87,7 @@ def _finish(process: subprocess.Popen) -> tuple[int, int]:
     return process.returncode, usage.ru_maxrss * 1024  # Linux reports kilobytes
 
 
+@pytest.mark.full
 @pytest.mark.skipif(not hasattr(os, "wait4"), reason="needs os.wait4 for one child's memory high-water mark")
 def test_a_real_process_refuses_cleanly_within_the_memory_bound(results_dir, tmp_path):
     started = [(case, _start(case["argv"], tmp_path / f"err{i}"), tmp_path / f"err{i}")

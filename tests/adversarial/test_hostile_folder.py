@@ -84,6 +84,7 @@ def test_only_the_good_record_loads_and_every_other_file_is_named(hostile):
         assert any(m.startswith(f"skipping {path}: ") and words in m for m in messages), (path, words, messages)
 
 
+@pytest.mark.full
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("page", ["pages/overview.py", "pages/matmul.py", "pages/machines.py"])
 def test_the_pages_render_and_name_the_bad_files(hostile, page):

@@ -43,6 +43,7 @@ def _kill_after_start(process: subprocess.Popen, delay: float, printed: list[str
     reader.join()
 
 
+@pytest.mark.full
 def test_a_run_killed_at_random_moments_keeps_every_printed_point_and_frees_the_lock(tmp_path):
     seed = random.randrange(10**6)
     delays = [random.Random(seed + i).uniform(0.0, 0.5) for i in range(KILLS)]
@@ -70,6 +71,7 @@ def test_a_run_killed_at_random_moments_keeps_every_printed_point_and_frees_the_
         runlock.release(runlock.acquire({"run_id": "after the kill"}, folder))
 
 
+@pytest.mark.full
 def test_racing_starts_give_one_run_every_loser_names_it_and_a_cancel_at_once_leaves_a_record(results_dir):
     barrier, started, refused = threading.Barrier(5), [], []
 

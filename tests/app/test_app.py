@@ -25,6 +25,7 @@ def test_router_opens_on_the_overview_with_the_sidebar():
     assert "cpu:" in sidebar and "Interactive" in sidebar
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
 def test_every_page_renders_with_the_shipped_results(page, shipped_results):
     at = app(f"pages/{page.name}")
@@ -42,6 +43,7 @@ def test_every_experiment_page_without_results_invites_a_run(name, results_dir):
     assert {m.value.split("**")[1] for m in at.markdown if m.value.startswith(":")} == {"no data yet"}
 
 
+@pytest.mark.full
 def test_matmul_page_shows_charts_verdicts_table_and_rerun_panel(results_dir):
     smoke_matmul_record()
     at = app()
@@ -54,6 +56,7 @@ def test_matmul_page_shows_charts_verdicts_table_and_rerun_panel(results_dir):
     assert any("No GPU on this machine" in c.value for c in at.caption)
 
 
+@pytest.mark.full
 def test_read_only_renders_no_run_controls(results_dir, monkeypatch):
     smoke_matmul_record()
     monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
@@ -64,6 +67,7 @@ def test_read_only_renders_no_run_controls(results_dir, monkeypatch):
     assert any("read-only" in i.value for i in at.info)
 
 
+@pytest.mark.full
 def test_a_corrupt_record_is_named_and_the_page_still_renders(results_dir):
     smoke_matmul_record()
     broken = next(results_dir.glob("*/")) / "broken.json"
@@ -80,6 +84,7 @@ def test_a_bad_parameter_is_named_and_blocks_the_run(results_dir):
     assert not [b for b in at.button if b.label == "Run"]
 
 
+@pytest.mark.full
 def test_run_button_starts_a_background_run_and_its_results_appear(results_dir):
     at = app()
     assert not at.get("vega_lite_chart")

@@ -53,6 +53,7 @@ def test_page_without_results_explains_and_offers_a_run():
     assert any(b.label == "Run" for b in at.sidebar.button)
 
 
+@pytest.mark.full
 def test_page_with_a_cpu_run_shows_charts_and_asks_for_a_gpu():
     assert smoke_record("cnn", models=("cnn1d",))["status"] == "complete"
     rows = results.rows_frame(results.load_records(), "cnn")
@@ -63,6 +64,7 @@ def test_page_with_a_cpu_run_shows_charts_and_asks_for_a_gpu():
     assert any("No GPU on this machine" in c.value for c in at.caption)
 
 
+@pytest.mark.full
 def test_page_with_a_gpu_machines_records_shows_verdicts_from_them(results_dir):
     record = gpu_machine_record()
     write_atomic(results_dir / record["machine_id"] / f"{record['run_id']}.json", record)
@@ -79,6 +81,7 @@ def test_page_with_a_gpu_machines_records_shows_verdicts_from_them(results_dir):
     assert len(at.dataframe) == 4  # the three tables (a GPU measured: none empty) and every point
 
 
+@pytest.mark.full
 def test_page_renders_the_shipped_results(shipped_results):
     if results.rows_frame(results.load_records(), "cnn").empty:
         pytest.skip("no cnn record shipped in results/ yet")

@@ -1,4 +1,5 @@
 """The side-by-side page on two fake machines: it names their differences and draws each experiment both ran."""
+import pytest
 from core import experiments, settings
 from core.store import files
 from tests.helpers import page_text, render
@@ -10,6 +11,7 @@ def two_machines(folder) -> None:
         files.write_atomic(folder / record["machine_id"] / f"{record['run_id']}.json", record)
 
 
+@pytest.mark.full
 def test_two_machines_are_compared_with_their_differences_named(results_dir):
     two_machines(results_dir)
     at = render("pages/compare.py")
@@ -26,6 +28,7 @@ def test_two_machines_are_compared_with_their_differences_named(results_dir):
     assert all(t.iloc[:, -1].str.endswith("×").all() for t in ratio_tables)
 
 
+@pytest.mark.full
 def test_with_one_machine_the_page_says_how_to_bring_another_in(results_dir, monkeypatch):
     for name in ("matmul", "iris"):
         record = shipped(name)

@@ -1,5 +1,6 @@
 """ui.data's caches: the records are loaded once and shared by every page (never copied, so never changed by
 one), and what is computed from them is computed again when a record or a calibrated profile changes."""
+import pytest
 from core import settings
 from core.model import profiles
 from core.store import results
@@ -9,6 +10,7 @@ from ui import data
 PAGES = sorted((settings.APP_ROOT / "pages").glob("*.py"))
 
 
+@pytest.mark.full
 def test_every_page_reads_the_shared_records_without_changing_them(shipped_results):
     for page in PAGES:
         assert not render(f"pages/{page.name}").exception, page.stem
@@ -17,6 +19,7 @@ def test_every_page_reads_the_shared_records_without_changing_them(shipped_resul
     assert shared == results.load_records()
 
 
+@pytest.mark.full
 def test_a_new_record_is_loaded_without_a_restart(results_dir):
     before = data.records()
     smoke_record("matmul")
@@ -34,6 +37,7 @@ def test_a_new_or_rewritten_profile_changes_the_key_of_what_is_predicted(results
     assert empty == () and len(written) == 1 and data._profiles_signature() != written
 
 
+@pytest.mark.full
 def test_the_predictions_page_shows_the_cached_accuracy(shipped_results):
     accuracy = data.accuracy()
     assert len(accuracy) and accuracy.equals(data.accuracy())

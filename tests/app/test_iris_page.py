@@ -1,3 +1,4 @@
+import pytest
 from core import experiments, published
 from core.store import results
 from core.present.analysis import NEEDS_GPU
@@ -5,6 +6,7 @@ from tests.app.test_matmul_page import verdict_table
 from tests.helpers import page_text, render, smoke_record
 
 
+@pytest.mark.full
 def test_page_shows_charts_verdicts_tables_and_the_explanation(results_dir, one_thread):
     smoke_record("iris")
     rows = results.rows_frame(results.load_records(), "iris")

@@ -12,6 +12,7 @@ def small_record(results_dir):
                  variants=(jacobian.AS_WRITTEN, jacobian.VECTORIZED, jacobian.TUNED))
 
 
+@pytest.mark.full
 def test_page_shows_charts_verdicts_tables_and_the_explanation(small_record):
     at = render("pages/jacobian.py")
     assert not at.exception

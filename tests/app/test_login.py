@@ -19,6 +19,7 @@ def app(secrets: dict | None = None, user: dict | None = None) -> AppTest:
     return at.run()
 
 
+@pytest.mark.full
 def test_without_an_auth_section_the_app_opens_as_ever(results_dir):
     at = app()
     assert not at.exception and not at.error
@@ -43,6 +44,7 @@ def test_each_named_provider_gets_its_button(results_dir, with_authlib):
     assert [b.label for b in at.button] == ["Log in with google", "Log in with okta"]
 
 
+@pytest.mark.full
 def test_a_logged_in_visitor_sees_the_report_and_can_log_out(results_dir, with_authlib):
     at = app({"auth": AUTH}, {"is_logged_in": True, "email": "ada@example.org"})
     assert not at.exception

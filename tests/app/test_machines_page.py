@@ -114,6 +114,7 @@ def test_the_page_offers_a_bundle_and_imports_an_uploaded_one(results_dir, tmp_p
     assert at.download_button[0].label.startswith("Download the bundle (1 run, 0 profiles")
 
 
+@pytest.mark.full
 def test_a_read_only_view_offers_the_download_but_no_upload(shipped_results, monkeypatch):
     monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
     at = render("pages/machines.py")

@@ -63,6 +63,7 @@ def runs_caption(at: AppTest) -> str:
     return next(c.value for c in at.caption if c.value.startswith(("Showing", "No complete run", "No run")))
 
 
+@pytest.mark.full
 def test_the_page_reads_claim_verdicts_picker_results_then_folded_parts(results_dir):
     three_runs(results_dir)
     at = page()
@@ -81,6 +82,7 @@ def test_the_page_reads_claim_verdicts_picker_results_then_folded_parts(results_
     assert [b.label for b in at.sidebar.button] == ["Run"] and not [b for b in at.main.button if b.label == "Run"]
 
 
+@pytest.mark.full
 def test_by_default_the_complete_runs_are_shown_one_each_and_the_picker_switches(results_dir, charted):
     made = three_runs(results_dir)
     at = page()
@@ -109,6 +111,7 @@ def test_by_default_the_complete_runs_are_shown_one_each_and_the_picker_switches
     assert charted[-1] == {complete, smoke} and "latest complete run" in runs_caption(at)
 
 
+@pytest.mark.full
 def test_only_a_cancelled_run_shows_nothing_until_it_is_picked(results_dir, charted):
     made = three_runs(results_dir)
     for kind in ("complete", "smoke"):
@@ -120,6 +123,7 @@ def test_only_a_cancelled_run_shows_nothing_until_it_is_picked(results_dir, char
     assert charted[-1] == {made["cancelled"]["run_id"]} and at.get("vega_lite_chart")
 
 
+@pytest.mark.full
 def test_tables_have_headings_for_people_and_say_what_they_wait_for(results_dir):
     three_runs(results_dir)
     at = page()

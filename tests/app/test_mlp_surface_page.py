@@ -18,6 +18,7 @@ def cpu_run(results_dir, one_thread):
     smoke_record("mlp_surface", epochs=20, sweep_grids=(10,), variants=("as written", "tuned"))
 
 
+@pytest.mark.full
 def test_page_draws_surfaces_losses_times_and_the_crossover_from_a_run(cpu_run):
     at = page()
     assert not at.exception

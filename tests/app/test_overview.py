@@ -1,3 +1,4 @@
+import pytest
 from core import devices, experiments, settings
 from core.report import overview
 from core.store import files
@@ -25,6 +26,7 @@ def matrix_text(at) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("| Write-up | Claim | Published"))
 
 
+@pytest.mark.full
 def test_without_results_the_matrix_lists_every_claim_links_every_experiment_and_says_no_gpu_measured():
     at = overview_page()
     assert not at.exception
@@ -36,6 +38,7 @@ def test_without_results_the_matrix_lists_every_claim_links_every_experiment_and
     assert at.get("vega_lite_chart")  # the published speedups need no results
 
 
+@pytest.mark.full
 def test_a_gpu_record_lifts_the_notice_and_fills_a_machine_column(results_dir):
     write(gpu_and_cpu_machines(), results_dir)
     at = overview_page()
@@ -49,6 +52,7 @@ def test_a_gpu_record_lifts_the_notice_and_fills_a_machine_column(results_dir):
     assert sorted(machines["Complete runs"]) == ["quick 1", "quick 1"]
 
 
+@pytest.mark.full
 def test_the_router_links_each_experiment_to_its_page(results_dir):
     at = render("streamlit_app.py")
     assert not at.exception
@@ -56,12 +60,14 @@ def test_the_router_links_each_experiment_to_its_page(results_dir):
     assert set(found) == set(experiments.registry()) and all(found.values())
 
 
+@pytest.mark.full
 def test_with_the_shipped_results_the_write_ups_gpu_is_predicted(shipped_results):
     at = overview_page()
     assert not at.exception
     assert overview.PREDICTED_COLUMN in matrix_text(at).splitlines()[0]
 
 
+@pytest.mark.full
 def test_a_read_only_view_calls_the_machine_with_results_this_server(results_dir, monkeypatch):
     here = devices.fingerprint()["machine_id"]
     write([fake_record("matmul-here", here, {("cpu", "numpy"): 6e-3}, gpu=False)], results_dir)
@@ -72,6 +78,7 @@ def test_a_read_only_view_calls_the_machine_with_results_this_server(results_dir
     assert f"CPU of {here} (8 threads) / no GPU (this server)" in set(at.dataframe[0].value["Machine"])
 
 
+@pytest.mark.full
 def test_the_offline_report_is_offered_and_built_only_when_asked(results_dir, monkeypatch):
     from core.report import single_file
     built = []

@@ -41,6 +41,7 @@ def chart_specs(at) -> list[str]:
     return [chart.proto.spec for chart in at.get("vega_lite_chart")]
 
 
+@pytest.mark.full
 def test_the_experiment_page_draws_the_predicted_gpu_beside_the_measured_cpu(made, results_dir):
     copy_in(made, results_dir)
     at = render("pages/matmul.py")
@@ -64,6 +65,7 @@ def test_the_experiment_page_draws_the_predicted_gpu_beside_the_measured_cpu(mad
     assert resident["predicted parts"].str.contains("%").all()
 
 
+@pytest.mark.full
 def test_without_stand_in_censuses_the_section_says_to_rerun(made, results_dir):
     copy_in(made, results_dir, standin=False)
     at = render("pages/matmul.py")
@@ -71,6 +73,7 @@ def test_without_stand_in_censuses_the_section_says_to_rerun(made, results_dir):
     assert any("No stand-in census" in i.value and "python -m core run matmul" in i.value for i in at.info)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("read_only", [False, True])
 def test_the_predictions_page_says_how_to_predict_your_own_model(made, results_dir, monkeypatch, read_only):
     if read_only:
@@ -83,6 +86,7 @@ def test_the_predictions_page_says_how_to_predict_your_own_model(made, results_d
     assert ("install Crossover on a machine of your own" in own) == read_only
 
 
+@pytest.mark.full
 def test_without_a_profile_the_section_and_the_sidebar_say_how_to_calibrate(made, results_dir):
     copy_in(made, results_dir, profile=False)
     at = render("pages/matmul.py")
@@ -93,6 +97,7 @@ def test_without_a_profile_the_section_and_the_sidebar_say_how_to_calibrate(made
     assert any("python -m core calibrate" in c.value for c in at.sidebar.caption)
 
 
+@pytest.mark.full
 def test_the_sidebar_picks_the_write_up_gpu_on_its_page_and_keeps_a_readers_pick(made, results_dir):
     copy_in(made, results_dir)
     at = render("streamlit_app.py")
@@ -110,6 +115,7 @@ def test_the_sidebar_picks_the_write_up_gpu_on_its_page_and_keeps_a_readers_pick
     assert any("predicted on T4 driven by this machine's CPU, not measured" in spec for spec in chart_specs(at))
 
 
+@pytest.mark.full
 def test_the_predictions_page_checks_the_model_and_answers_will_a_gpu_help(made, results_dir):
     copy_in(made, results_dir)
     at = render("pages/predictions.py")
@@ -141,6 +147,7 @@ def test_the_predictions_page_checks_the_model_and_answers_will_a_gpu_help(made,
     assert "The catalogue, against a GPU that measured" not in [s.value for s in at.subheader]  # no GPU measured here
 
 
+@pytest.mark.full
 def test_the_predictions_page_says_how_far_a_machines_measurements_repeat(made, results_dir):
     copy_in(made, results_dir)
     at = render("pages/predictions.py")
@@ -162,6 +169,7 @@ def test_the_predictions_page_says_how_far_a_machines_measurements_repeat(made, 
     assert (checked["measured_s"] / checked["measured_before_s"]).round(6).tolist() == checked["runs_apart"].round(6).tolist()
 
 
+@pytest.mark.full
 def test_the_predictions_page_names_what_an_older_profile_lacks(made, results_dir):
     copy_in(made, results_dir)
     at = render("pages/predictions.py")
@@ -177,6 +185,7 @@ def test_the_predictions_page_names_what_an_older_profile_lacks(made, results_di
                in c.value for c in at.caption)
 
 
+@pytest.mark.full
 def test_the_predictions_page_shows_a_saved_write_up_validation(made, results_dir):
     copy_in(made, results_dir)
     entry = next(e for e in writeups.figures() if e["device"] == "GPU" and e["unit"] == "s")
@@ -192,6 +201,7 @@ def test_the_predictions_page_shows_a_saved_write_up_validation(made, results_di
     assert {m.label: m.value for m in at.metric}["GPU figures predicted"] == "1"
 
 
+@pytest.mark.full
 def test_another_machines_write_up_validation_stands_in_and_is_named(made, results_dir):
     copy_in(made, results_dir)
     entry = next(e for e in writeups.figures() if e["device"] == "GPU" and e["unit"] == "s")
@@ -211,6 +221,7 @@ def test_another_machines_write_up_validation_stands_in_and_is_named(made, resul
     assert not any("Not computed" in i.value for i in at.info)
 
 
+@pytest.mark.full
 def test_a_broken_write_up_validation_is_named_not_a_traceback(made, results_dir):
     copy_in(made, results_dir)
     writeups.path().parent.mkdir(parents=True)
@@ -224,6 +235,7 @@ def test_a_broken_write_up_validation_is_named_not_a_traceback(made, results_dir
 H200_HOST = "intel-r-xeon-r-processor-6c664674"  # the shipped H200 machine: a quick matmul run and a quick calibration
 
 
+@pytest.mark.full
 def test_a_gpu_machines_points_are_checked_apart_from_its_cpus_with_its_quick_profile_named(results_dir):
     shutil.copytree(settings.APP_ROOT / "results" / H200_HOST, results_dir / H200_HOST)
     at = render("pages/predictions.py")
@@ -237,6 +249,7 @@ def test_a_gpu_machines_points_are_checked_apart_from_its_cpus_with_its_quick_pr
     assert any("Its profile is a quick calibration" in c.value and "up to 256x256" in c.value for c in at.caption)
 
 
+@pytest.mark.full
 def test_the_catalogue_entry_of_a_measured_gpu_is_checked_against_it_on_the_page(results_dir):
     shutil.copytree(settings.APP_ROOT / "results" / H200_HOST, results_dir / H200_HOST)
     at = render("pages/predictions.py")
@@ -249,6 +262,7 @@ def test_the_catalogue_entry_of_a_measured_gpu_is_checked_against_it_on_the_page
     assert table["machine_id"].tolist() == [H200_HOST]  # the id two machines' alike titles are told apart by
 
 
+@pytest.mark.full
 def test_a_predicted_gpu_quotes_the_models_check_against_the_gpus_that_measured(made, results_dir):
     copy_in(made, results_dir)
     gpu_host = "intel-r-xeon-r-processor-8e260d9d"  # the shipped H200 machine with iris and cnn runs on its GPU
@@ -262,6 +276,7 @@ def test_a_predicted_gpu_quotes_the_models_check_against_the_gpus_that_measured(
     assert f"against the GPUs that measured (NVIDIA H200), by what bounds a point: {on_gpu}" in caption
 
 
+@pytest.mark.full
 def test_the_predicted_section_prefers_a_run_that_took_every_stand_in_census(shipped_results):
     """On a machine with no run of its own, the H200 machine's cnn CPU run is the latest, but it stopped in its
     stand-in censuses (12 of 22): an earlier run that took them all serves first."""
@@ -276,6 +291,7 @@ def test_the_predicted_section_prefers_a_run_that_took_every_stand_in_census(shi
     assert [r["started"] for r in elsewhere[:-1]] == sorted((r["started"] for r in elsewhere[:-1]), reverse=True)
 
 
+@pytest.mark.full
 def test_a_run_of_another_calibrated_machine_sets_its_measured_cpu_against_gpus_driven_by_that_cpu(shipped_results):
     from ui import predicted
     records = results.load_records(shipped_results)
@@ -286,6 +302,7 @@ def test_a_run_of_another_calibrated_machine_sets_its_measured_cpu_against_gpus_
     assert predictions.driver(uncalibrated) == "this"
 
 
+@pytest.mark.full
 def test_the_pages_predicted_rows_drive_each_runs_gpu_with_that_runs_own_cpu(shipped_results):
     """An experiment page's predicted GPU rows, which its verdicts set against each run's measured CPU: each run's
     GPU driven by its own machine's CPU. Driven by this machine's instead, iris's host-bound GPU came out faster

@@ -12,6 +12,7 @@ from ui import rerun_panel
 SLOW = {"sizes": tuple(range(8, 48)), "repeats": 5, "block_seconds": 0.02, "variants": ("numpy",)}
 
 
+@pytest.mark.full
 def test_the_choices_outlive_the_run_and_the_finished_run_links_to_the_results(results_dir):
     at = render("pages/matmul.py")
     at.selectbox(key="matmul-preset").set_value("smoke").run()
@@ -30,6 +31,7 @@ def test_the_choices_outlive_the_run_and_the_finished_run_links_to_the_results(r
     assert at.multiselect(key="matmul-devices").value == ["cpu"]
 
 
+@pytest.mark.full
 def test_the_sidebar_and_the_panel_show_one_progress(results_dir):
     jobs.start("matmul", ["cpu"], "smoke", SLOW)
     try:

@@ -72,6 +72,7 @@ def fake_experiment(tmp_path, monkeypatch):
     experiments.reload()
 
 
+@pytest.mark.full
 def test_a_seventh_experiment_runs_through_the_cli_and_renders_on_the_template(fake_experiment, tmp_path,
                                                                                  results_dir):
     env = {**dict(__import__("os").environ), "PYTHONPATH": f"{fake_experiment}:{settings.APP_ROOT}"}
@@ -92,12 +93,14 @@ def test_a_seventh_experiment_runs_through_the_cli_and_renders_on_the_template(f
     assert at.get("vega_lite_chart") and at.get("dataframe")
 
 
+@pytest.mark.full
 def test_an_experiment_without_a_page_is_an_error_on_the_overview(fake_experiment):
     at = render("pages/overview.py")
     assert not at.exception
     assert any("'fake' is registered but has no page" in e.value for e in at.error)
 
 
+@pytest.mark.full
 def test_an_experiment_that_fails_to_load_is_named_on_the_overview(tmp_path, monkeypatch):
     monkeypatch.setenv(experiments.EXTRA_ENV, "no_such_experiment_module")
     experiments.reload()

@@ -19,6 +19,7 @@ def test_page_without_results_explains_and_offers_a_run():
     assert any(b.label == "Run" for b in at.sidebar.button)
 
 
+@pytest.mark.full
 def test_page_with_a_cpu_run_shows_charts_tables_and_asks_for_a_gpu():
     assert smoke_record("tabnet", batch_sizes=(256,), rows=512)["status"] == "complete"
     at = page()

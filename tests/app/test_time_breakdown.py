@@ -1,5 +1,6 @@
 """The "Where the time goes" section: one bar per device and variant of the chosen configuration, split
 into the profiler's parts, with the census beside it."""
+import pytest
 from core.present import charts
 from tests.helpers import render, smoke_record
 
@@ -8,6 +9,7 @@ def _breakdown_chart(at):
     return next(c for c in at.get("vega_lite_chart") if charts.TIME_PARTS["host"][0] in c.proto.spec)
 
 
+@pytest.mark.full
 def test_the_page_splits_each_variant_of_the_chosen_configuration_and_counts_its_operations(results_dir, one_thread):
     smoke_record("iris")
     at = render("pages/iris.py")
@@ -28,6 +30,7 @@ def test_the_page_splits_each_variant_of_the_chosen_configuration_and_counts_its
     assert _breakdown_chart(at).proto.spec != chart.spec or chart.datasets != _breakdown_chart(at).proto.datasets
 
 
+@pytest.mark.full
 def test_numpy_rows_say_the_profiler_cannot_see_them_instead_of_a_bar(results_dir, one_thread):
     smoke_record("matmul", sizes=(16,))
     at = render("pages/matmul.py")

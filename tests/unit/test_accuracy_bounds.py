@@ -27,6 +27,7 @@ def test_by_bound_summarises_each_bound_present_host_bound_first():
     assert predictions.bound_text(frame).startswith("host-bound 3 points: median 1.20, 67% within 1.5x; compute-bound 1")
 
 
+@pytest.mark.full
 def test_the_shipped_checks_carry_their_host_share_and_bound(shipped_results):
     frame = predictions.accuracy(results.load_records(shipped_results))
     assert not frame.empty and frame["host_share"].between(0, 1).all()
@@ -38,6 +39,7 @@ def test_the_shipped_checks_carry_their_host_share_and_bound(shipped_results):
     assert (matmul["bound"] == "compute-bound").any()
 
 
+@pytest.mark.full
 def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_it_lacks(shipped_results, capsys):
     older = predictions.unmeasured_text("intel-r-xeon-r-processor-cbad859e", "cpu")  # calibrated 2026-11-22
     assert older.startswith("Its profile was calibrated before calibrate measured 20 of its figures (")
@@ -64,6 +66,7 @@ def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_
         "intel-r-xeon-r-processor-8e260d9d", "cpu")
 
 
+@pytest.mark.full
 def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(shipped_results, capsys):
     records = [record for record, _ in copy.deepcopy(predictions._latest(results.load_records(shipped_results)))]
     rows = [row for record in records for row in record["rows"] if (row.get("census") or {}).get("stretches")]
@@ -79,6 +82,7 @@ def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(ship
     assert sum("; one cold call, no warm-up" in line for line in lines) == shipped["cold"].sum()
 
 
+@pytest.mark.full
 def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_results, capsys):
     quick = predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cuda:0")  # the H200 machine: --quick
     assert quick.startswith("Its profile is a quick calibration") and "On cuda:0 it timed matrix products up to 256x256" \
@@ -98,6 +102,7 @@ def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_resu
     assert "NVIDIA H200 cuda:0: checked against" in out
 
 
+@pytest.mark.full
 def test_the_catalogue_predicts_a_measured_gpu_it_lists_driven_by_that_machines_cpu(shipped_results, capsys):
     records = results.load_records(shipped_results)
     checked = predictions.catalogue_accuracy(records)
@@ -117,6 +122,7 @@ def test_the_catalogue_predicts_a_measured_gpu_it_lists_driven_by_that_machines_
         assert f"The catalogue's {hardware}, against that machine's measured GPU: {len(part)} points" in out
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", ["NVIDIA Unlisted 9000", "Intel Core i9-12900KF"])  # unknown; a catalogue CPU's name
 def test_a_gpu_the_catalogue_does_not_list_is_not_checked_against_it(shipped_results, name):
     records = copy.deepcopy(results.load_records(shipped_results))
@@ -126,6 +132,7 @@ def test_a_gpu_the_catalogue_does_not_list_is_not_checked_against_it(shipped_res
     assert predictions.catalogue_accuracy(records).empty
 
 
+@pytest.mark.full
 def test_a_cpu_run_after_a_gpu_run_of_the_same_preset_leaves_the_gpus_points_checked(shipped_results):
     """The H200 machine ran cnn on its GPU alone, then on its CPU alone: each is the latest for its device."""
     machine = "intel-r-xeon-r-processor-8e260d9d"
@@ -142,6 +149,7 @@ def test_a_cpu_run_after_a_gpu_run_of_the_same_preset_leaves_the_gpus_points_che
     assert predictions.accuracy(unnamed)[["run_id", "device"]].equals(checked[["run_id", "device"]])
 
 
+@pytest.mark.full
 def test_a_gpu_point_whose_census_saw_none_of_its_cuda_graph_is_left_out_and_counted_in_a_note(shipped_results, capsys):
     machine = "intel-r-xeon-r-processor-8e260d9d"  # its tuned runs replayed graphs before the census could count them
     records = copy.deepcopy(results.load_records(shipped_results))

@@ -39,6 +39,7 @@ def napping(tmp_path_factory):
     return profiled(workload, folder), folder
 
 
+@pytest.mark.full
 def test_a_compute_heavy_call_adds_up_to_its_timed_median(napping):
     result, _ = napping
     assert result["adds_up"] and result["tolerance"] == breakdown.TOLERANCE, result
@@ -50,6 +51,7 @@ def test_a_compute_heavy_call_adds_up_to_its_timed_median(napping):
     assert result["profiled_s"] > 0
 
 
+@pytest.mark.full
 def test_the_trace_is_gzipped_chrome_json_and_the_table_a_csv_beside_it(napping):
     result, folder = napping
     assert result["trace"] == "breakdowns/p0.trace.json.gz" and result["table"] == "breakdowns/p0.ops.csv"
@@ -66,6 +68,7 @@ def test_the_trace_is_gzipped_chrome_json_and_the_table_a_csv_beside_it(napping)
     assert sorted(p.name for p in folder.iterdir()) == ["p0.ops.csv", "p0.trace.json.gz"]
 
 
+@pytest.mark.full
 def test_a_call_iterating_a_data_loader_spends_time_loading(tmp_path):
     loader = DataLoader(TensorDataset(torch.randn(256, 8)), batch_size=32)
     model = torch.nn.Linear(8, 8)

@@ -24,6 +24,7 @@ def quick_profile():
     return calibrate.take(["cpu"], quick=True, progress=False)
 
 
+@pytest.mark.full
 def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quick_profile):
     cpu = quick_profile["cpu"]
     collection = set(costmodel.COLLECTION_FIGURES)  # all or none: a quick pass is too short to see a collection
@@ -56,6 +57,7 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     profiles.validate(quick_profile)
 
 
+@pytest.mark.full
 def test_the_loader_probe_counts_the_full_collections_apart_from_the_loading(monkeypatch):
     class Collecting:
         """A DataLoader whose every pass sets off one full garbage collection."""
@@ -122,6 +124,7 @@ def test_memory_bandwidth_is_timed_on_a_copy_past_the_caches_whatever_the_effort
     assert found == {"memory_bandwidth": 2 * calibrate.MEMORY_BYTES["cpu"] / 0.01}
 
 
+@pytest.mark.full
 def test_full_collections_are_counted_and_young_ones_are_not():
     with gc_watch.full_collections() as found:
         gc.collect(0)
@@ -155,6 +158,7 @@ def test_a_probe_with_a_figure_outside_its_sane_range_is_measured_again_after_a_
     ("op_element_seconds", "Tanh", "cpu/op_element_seconds: 'Tanh' does not match"),
     ("gemm_seconds", "16x4", "cpu/gemm_seconds: '16x4' does not match"),  # a GEMM's shape is M x K x N
 ])
+@pytest.mark.full
 def test_a_profile_keyed_figure_with_a_key_of_the_wrong_kind_is_refused(quick_profile, field, key, message):
     broken = copy.deepcopy(quick_profile)
     broken["cpu"][field][key] = 1e-6
@@ -162,6 +166,7 @@ def test_a_profile_keyed_figure_with_a_key_of_the_wrong_kind_is_refused(quick_pr
         profiles.validate(broken)
 
 
+@pytest.mark.full
 def test_a_gemm_figure_that_is_not_a_grid_of_shapes_is_refused(quick_profile):
     holed = copy.deepcopy(quick_profile)
     del holed["cpu"]["linear_seconds"]["1024x64x16"]
@@ -179,6 +184,7 @@ def test_every_field_has_a_unit_shown_in_human_units_and_a_probe_that_measures_i
     assert kinds_probed == {kind for field in profiles.FIELDS for kind in field.kinds}
 
 
+@pytest.mark.full
 def test_a_profile_saves_and_loads_back_unchanged(quick_profile, results_dir):
     path = profiles.save(quick_profile)
     mid = quick_profile["machine_id"]
@@ -187,6 +193,7 @@ def test_a_profile_saves_and_loads_back_unchanged(quick_profile, results_dir):
     assert profiles.all() == {mid: profiles.load(mid)}
 
 
+@pytest.mark.full
 def test_a_profile_is_checked_once_per_version_of_its_file_and_each_reader_gets_its_own_copy(
         quick_profile, results_dir, monkeypatch):
     saved = profiles.save(quick_profile)
@@ -204,6 +211,7 @@ def test_a_profile_is_checked_once_per_version_of_its_file_and_each_reader_gets_
         assert profiles.load() is None
 
 
+@pytest.mark.full
 def test_a_calibration_taken_on_a_busy_machine_says_so(quick_profile):
     assert profiles.busy_note(quick_profile | {"load_per_core": 0.2}) is None
     busy = quick_profile | {"load_per_core": 3.0}
@@ -225,6 +233,7 @@ def _write(results_dir, machine_id: str, profile) -> str:
     return str(path)
 
 
+@pytest.mark.full
 def test_malformed_profiles_are_skipped_with_a_warning_naming_the_file(quick_profile, results_dir):
     out_of_range = copy.deepcopy(quick_profile) | {"machine_id": "slow-1"}
     out_of_range["cpu"]["op_overhead_no_grad"] = 50.0
@@ -246,6 +255,7 @@ def test_malformed_profiles_are_skipped_with_a_warning_naming_the_file(quick_pro
         assert profiles.load("slow-1") is None
 
 
+@pytest.mark.full
 def test_saving_checks_the_profile_and_read_only_refuses_it(quick_profile, results_dir, monkeypatch):
     bad = copy.deepcopy(quick_profile)
     bad["cpu"]["matmul_flops"] = {}
@@ -259,6 +269,7 @@ def test_saving_checks_the_profile_and_read_only_refuses_it(quick_profile, resul
     assert not results_dir.exists()
 
 
+@pytest.mark.full
 def test_cli_calibrate_prints_the_table_and_writes_the_profile(quick_profile, capsys, results_dir, monkeypatch):
     asked = []
 
@@ -282,6 +293,7 @@ def test_cli_calibrate_prints_the_table_and_writes_the_profile(quick_profile, ca
     assert len(value_ends) == 1  # the values line up
 
 
+@pytest.mark.full
 def test_cli_calibrate_writes_the_profile_before_it_prints_the_report(quick_profile, results_dir, monkeypatch):
     def broken(profile):
         raise KeyError("a display fault")
@@ -292,6 +304,7 @@ def test_cli_calibrate_writes_the_profile_before_it_prints_the_report(quick_prof
     assert profiles.load()["cpu"] == quick_profile["cpu"]  # the minutes of measuring are kept
 
 
+@pytest.mark.full
 def test_cli_calibrate_with_a_figure_out_of_range_writes_nothing_and_says_to_calibrate_again_idle(
         quick_profile, capsys, results_dir, monkeypatch):
     slow = copy.deepcopy(quick_profile)
@@ -368,6 +381,7 @@ def test_the_cpu_seconds_read_grow_with_work():
     assert calibrate._own_cpu_seconds() > own and calibrate._busy_cpu_seconds() > busy
 
 
+@pytest.mark.full
 def test_the_backward_share_divides_by_the_training_calls_the_rate_probes_timed_in_the_pass(monkeypatch):
     calibrate.TRAINING_CALLS.clear()
     calibrate.conv_rate("cpu", efforts.QUICK)

@@ -256,6 +256,7 @@ def test_an_operation_cpp_issues_is_nested_and_one_python_issues_is_not():
     assert _issued(found, recording=False).get((False, False), 0) <= 3
 
 
+@pytest.mark.full
 def test_operations_under_a_torch_func_transform_are_transformed_not_nested():
     model = nn.Sequential(nn.Linear(1, 4), nn.Tanh(), nn.Linear(4, 4))
     t = torch.ones(3, 1)

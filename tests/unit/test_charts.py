@@ -98,6 +98,7 @@ def _variant_colours_drawn(spec: dict) -> dict[str, str]:
     return found
 
 
+@pytest.mark.full
 def test_a_variant_has_the_same_colour_in_two_experiments_charts(shipped_specs):
     drawn = {}
     for name in ("cnn", "tabnet", "mlp_surface", "iris"):
@@ -140,6 +141,7 @@ def test_ratio_dots_without_variants_colour_by_series_and_name_what_is_missing()
         charts.ratio_dots(RATIOS.assign(source="guessed"), title="t", x_title="x")
 
 
+@pytest.mark.full
 def test_no_experiment_draws_a_bar_on_a_log_scale(shipped_specs):
     for name, specs in shipped_specs.items():
         for spec in specs:
@@ -150,6 +152,7 @@ def test_no_experiment_draws_a_bar_on_a_log_scale(shipped_specs):
                         assert _encoding(layer, channel).get("scale", {}).get("zero", True), name
 
 
+@pytest.mark.full
 def test_the_matmul_ratio_chart_has_numpy_at_one_and_a_rule_there(shipped_specs):
     spec = shipped_specs["matmul"][2]
     assert _reference_rules(spec, "x") == [1.0]
@@ -159,6 +162,7 @@ def test_the_matmul_ratio_chart_has_numpy_at_one_and_a_rule_there(shipped_specs)
     assert "label" not in str([_encoding(layer, "y").get("title") for layer in _layers(spec)])
 
 
+@pytest.mark.full
 def test_a_curve_of_more_rows_than_altair_s_default_guard_is_drawn_whole():
     rows = _timed([{"size": size, "median_s": 1.0 + size} for size in range(1, 6001)])  # a long loss curve
     spec = charts.lines(charts.measured(rows, "median_s"), "size", "median_s", title="t", x_title="n", y_title="s",

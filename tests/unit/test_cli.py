@@ -112,6 +112,7 @@ def test_the_checked_configuration_travels_as_json(capsys, results_dir):
     assert "--config-json: not JSON" in capsys.readouterr().err
 
 
+@pytest.mark.full
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the malloc setting is glibc's")
 def test_a_run_from_the_shell_gets_the_malloc_setting_its_experiment_asks_for(results_dir):
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
@@ -178,6 +179,7 @@ def test_cancel_stops_the_run_going_on(capsys, results_dir):
             process.wait()
 
 
+@pytest.mark.full
 def test_the_cli_and_the_test_helpers_run_without_the_report_s_and_the_app_s_libraries(results_dir):
     # What a bare GPU machine holds: torch and the core's libraries, not vl_convert (the HTML report's, 33 MB) nor
     # streamlit. A None in sys.modules makes importing it fail, as if it were not installed.

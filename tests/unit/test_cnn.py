@@ -64,6 +64,7 @@ def _learnable(model: str):
     return MODELS[model].data(128, 0)[:2]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("variant", [AS_WRITTEN, TUNED])
 @pytest.mark.parametrize("model", list(MODELS))
 def test_both_variants_reduce_the_loss_from_the_same_starting_weights(model, variant):
@@ -257,12 +258,14 @@ def smoke_rows(smoke_record):
     return results.rows_frame([smoke_record], "cnn")
 
 
+@pytest.mark.full
 def test_the_warm_up_epoch_is_timed_apart_as_the_first_epoch(smoke_record):
     for row in smoke_record["rows"]:
         assert len(row["warmup_samples"]) == 1 and not row["cold"]
         assert row["metrics"]["first_epoch_s"] == row["warmup_samples"][0]
 
 
+@pytest.mark.full
 def test_smoke_run_measures_every_point_with_its_losses(smoke_rows):
     epochs = EXPERIMENT.config("smoke")["epochs"]
     assert (smoke_rows["point_status"] == "ok").all()
@@ -276,6 +279,7 @@ def test_smoke_run_measures_every_point_with_its_losses(smoke_rows):
     assert (same_start == 1).all()
 
 
+@pytest.mark.full
 def test_cpu_only_analysis_has_gains_but_no_gpu_figures(smoke_rows):
     gains = analysis.variant_gains(smoke_rows)
     assert len(gains) == len(smoke_rows) // 2 and (gains["tuned_speedup"] > 0).all()
@@ -295,6 +299,7 @@ def _chart_values(chart, field: str) -> set:
     return {v[field] for v in _chart_data(chart, field)}
 
 
+@pytest.mark.full
 def test_charts_from_a_cpu_run_show_its_series_beside_the_published_ones(smoke_rows):
     ten_epochs, by_batch, data_size, step_time, by_model = charts.charts(smoke_rows, published.load("cnn"))
     drawn = {(v["source"], v["variant"], v["device"]) for v in _chart_data(ten_epochs, "source")}
@@ -389,6 +394,7 @@ def test_verdicts_without_records_say_no_data():
     assert all(table.empty for table in EXPERIMENT.tables(empty).values())
 
 
+@pytest.mark.full
 def test_charts_show_gpu_and_published_series():
     ten_epochs, by_batch, *_ = charts.charts(gpu_machine(CPU_TIMES, GPU_TIMES), published.load("cnn"))
     drawn = {(v["source"], v["variant"], v["device"]) for v in _chart_data(ten_epochs, "source")}
@@ -398,6 +404,7 @@ def test_charts_show_gpu_and_published_series():
     assert {(AS_WRITTEN, 16), (TUNED, 512), ("published", 4096)} <= dots
 
 
+@pytest.mark.full
 def test_a_gpu_run_apart_from_its_machines_cpu_run_has_its_speedups_drawn(shipped_results):
     """The H200 machine ran cnn on its GPU alone, then on its CPU alone: each GPU point over the CPU run's point."""
     machine = "intel-r-xeon-r-processor-8e260d9d"

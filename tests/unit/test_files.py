@@ -112,6 +112,7 @@ def test_leftovers_are_swept_in_the_machine_folder_and_every_folder_the_store_wr
     assert all(p.exists() for p in kept) and not any(p.exists() for p in stale)
 
 
+@pytest.mark.full
 def test_a_run_that_meets_a_full_disk_stops_with_one_line_and_its_record_stays_whole(capsys, results_dir,
                                                                                        monkeypatch):
     writes = []
@@ -137,6 +138,7 @@ def test_a_run_that_meets_a_full_disk_stops_with_one_line_and_its_record_stays_w
     assert not _temporaries(results_dir) and not list(results_dir.rglob("*.gz"))
 
 
+@pytest.mark.full
 def test_a_run_whose_points_cannot_be_written_closes_its_record_as_failed_saying_the_disk_is_full(
         capsys, results_dir, monkeypatch):
     def only_the_record_s_start_and_close(fd, content):

@@ -72,6 +72,7 @@ def test_points_cover_every_interval_one_tuned_run_and_four_hook_checks():
     assert [p.variant for p in only_tuned] == [iris.TUNED]
 
 
+@pytest.mark.full
 def test_a_training_sample_is_one_run_of_the_configured_epochs(swept):
     trained = swept[swept["variant"] != iris.HOOK_CHECK]
     assert set(trained["unit"]) == {"epoch"} and set(trained["per_call"]) == {EPOCHS}
@@ -79,6 +80,7 @@ def test_a_training_sample_is_one_run_of_the_configured_epochs(swept):
     assert trained["n"].eq(1).all() and trained["noisy"].isna().all()  # one sample: never called quiet
 
 
+@pytest.mark.full
 def test_the_hook_check_counts_its_calls_before_timing_one_forward_call(one_thread):
     config = EXP.config("smoke")
     workload = EXP.workload(Point("cpu", iris.HOOK_CHECK, {"call": "model(x)", "hook": True}), config, RunState())
@@ -87,6 +89,7 @@ def test_the_hook_check_counts_its_calls_before_timing_one_forward_call(one_thre
     assert workload.block_seconds == config["block_seconds"]
 
 
+@pytest.mark.full
 def test_each_interval_records_its_number_of_loss_reads_and_syncs(swept):
     written = swept[swept["variant"] == iris.AS_WRITTEN].set_index("log_every")
     assert sorted(written.index) == sorted(INTERVALS)
@@ -125,6 +128,7 @@ def test_a_failed_capture_falls_back_to_the_eager_step_and_records_why(monkeypat
     assert workload.unit == "epoch" and workload.per_call == EXP.config("smoke")["epochs"] and workload.warmup == 1
 
 
+@pytest.mark.full
 def test_tuned_learns_the_same_model_as_written_from_the_same_start(swept):
     every = swept[(swept["variant"] == iris.AS_WRITTEN) & (swept["log_every"] == 1)].iloc[0]
     tuned = swept[swept["variant"] == iris.TUNED].iloc[0]
@@ -149,6 +153,7 @@ def test_cuda_graph_replay_reaches_the_cpu_loss_with_one_read(device):
         assert gpu.evaluate()[0] == pytest.approx(cpu.evaluate()[0], rel=1e-4)
 
 
+@pytest.mark.full
 def test_only_model_call_runs_the_forward_hook(swept):
     checks = analysis.hook_checks(swept).set_index(["call", "hook"])["hook_calls"]
     assert checks[("model(x)", True)] == iris.CHECK_CALLS
@@ -164,6 +169,7 @@ def test_a_hook_seen_through_forward_is_not_reproduced():
     assert EXP.verdicts(rows, FIGURES)[2].outcome == NOT_REPRODUCED
 
 
+@pytest.mark.full
 def test_cpu_only_records_need_a_gpu_for_the_gpu_claims(swept):
     assert [v.outcome for v in EXP.verdicts(swept, FIGURES)] == [NEEDS_GPU, NEEDS_GPU, REPRODUCED]
 
@@ -181,6 +187,7 @@ def _with_fake_gpu(rows: pd.DataFrame, per_epoch_factor: float, every_epoch_fact
     return pd.concat([cpu, gpu], ignore_index=True)
 
 
+@pytest.mark.full
 def test_gpu_verdicts_follow_the_records(swept):
     slow_gpu = EXP.verdicts(_with_fake_gpu(swept, 4.0, 1.1), FIGURES)
     assert [v.outcome for v in slow_gpu[:2]] == [REPRODUCED, REPRODUCED]
@@ -207,6 +214,7 @@ def test_the_cpu_and_gpu_are_paired_only_on_one_machine_and_configuration():
     assert "CPU (median over 2 machines): 200 µs per epoch" in EXP.verdicts(two, FIGURES)[0].evidence
 
 
+@pytest.mark.full
 def test_a_repeated_run_does_not_double_the_per_device_tables(swept):
     again = swept.assign(run_id="iris-later", started="2999-01-01T00:00:00+00:00",
                          us_per_epoch=swept["us_per_epoch"] * 2, median_s=swept["median_s"] * 2)
@@ -217,6 +225,7 @@ def test_a_repeated_run_does_not_double_the_per_device_tables(swept):
     assert len(analysis.same_model(both)) == 1 and len(analysis.hook_checks(both)) == 4
 
 
+@pytest.mark.full
 def test_published_figures_come_from_published_json_only(swept):
     total_cpu, total_gpu = published.entry("iris-total.cpu"), published.entry("iris-total.gpu")
     every_2000 = published.entry("iris-log-interval.gpu.log_every2000")
@@ -238,6 +247,7 @@ def test_analysis_and_charts_on_no_records():
     assert charts.charts(empty, FIGURES) == []
 
 
+@pytest.mark.full
 def test_charts_show_published_series_beside_ours(swept):
     drawn = charts.charts(swept, FIGURES)
     assert len(drawn) == 5
@@ -246,6 +256,7 @@ def test_charts_show_published_series_beside_ours(swept):
     assert "model.forward(x)" in specs[4]
 
 
+@pytest.mark.full
 def test_repeated_runs_are_bars_of_their_own_never_stacked(swept):
     again = swept.assign(run_id="iris-later", started="2999-01-01T00:00:00+00:00",
                          us_per_epoch=swept["us_per_epoch"] * 3)
@@ -259,6 +270,7 @@ def test_repeated_runs_are_bars_of_their_own_never_stacked(swept):
     assert bars[0]["encoding"]["x"]["stack"] is None and bars[0]["encoding"]["x"]["scale"]["zero"]
 
 
+@pytest.mark.full
 def test_read_costs_give_a_per_read_price_and_the_tuned_epoch(swept):
     costs = analysis.read_costs(swept).iloc[0]
     assert costs["us_per_epoch_never"] > 0 and costs["us_per_epoch_tuned"] > 0

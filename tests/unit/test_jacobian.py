@@ -120,6 +120,7 @@ def test_the_estimator_refuses_the_640_gb_vectorized_call_before_allocating_it()
     assert estimate["estimated_seconds"] > 0 and estimate["time_fitted_on_vals"] == [1, 4]
 
 
+@pytest.mark.full
 def test_the_time_budget_skips_with_the_quadratic_estimate(monkeypatch):
     monkeypatch.setattr(devices, "free_memory", lambda device: 1e15)
     config = EXP.config("smoke", SMALL | {"budget_s": 0.1})
@@ -173,6 +174,7 @@ def test_the_time_model_fit_recovers_its_coefficients_without_negative_values():
     assert (flat >= 0).all()
 
 
+@pytest.mark.full
 def test_a_run_records_measured_and_skipped_points_with_their_estimates(swept):
     ok = swept[swept["point_status"] == "ok"]
     assert set(ok["variant"]) == {jacobian.AS_WRITTEN, jacobian.VECTORIZED, *jacobian.PER_SAMPLE}
@@ -184,6 +186,7 @@ def test_a_run_records_measured_and_skipped_points_with_their_estimates(swept):
     assert skipped["estimated_gb"].iloc[0] > 0 and "memory_fraction" in skipped["reason"].iloc[0]
 
 
+@pytest.mark.full
 def test_every_method_matches_the_written_call_in_the_records(swept):
     table = analysis.correctness(swept)
     checked = set(zip(table["variant"], table["val"]))
@@ -196,6 +199,7 @@ def test_every_method_matches_the_written_call_in_the_records(swept):
     assert beyond["max_abs_diff_vs_naive"].isna().all()  # the written call does not fit there
 
 
+@pytest.mark.full
 def test_cpu_only_records_need_a_gpu_for_the_claims(swept):
     figures = published.load("jacobian")
     assert [v.outcome for v in EXP.verdicts(swept, figures)] == [NEEDS_GPU] * 3

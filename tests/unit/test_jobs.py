@@ -15,6 +15,7 @@ from tests.helpers import wait_for
 SLOW = {"sizes": tuple(range(8, 48)), "repeats": 5, "block_seconds": 0.02, "variants": ("numpy",)}
 
 
+@pytest.mark.full
 def test_background_smoke_run_end_to_end(results_dir, monkeypatch):
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     old_logs = _old_logs(jobs.logs_dir(), jobs.LOGS_KEPT + 5)
@@ -38,6 +39,7 @@ def test_a_choice_of_variants_that_leaves_nothing_to_run_is_refused_before_anyth
     assert jobs.current() is None and not list(results_dir.glob("*/*.json"))
 
 
+@pytest.mark.full
 def test_one_run_at_a_time_and_cancel_keeps_finished_points(results_dir):
     info = jobs.start("matmul", ["cpu"], "smoke", SLOW)
     try:
@@ -60,6 +62,7 @@ def test_one_run_at_a_time_and_cancel_keeps_finished_points(results_dir):
     assert jobs.cancel() is None  # nothing left to cancel
 
 
+@pytest.mark.full
 def test_a_killed_run_leaves_no_stale_lock(results_dir):
     info = jobs.start("matmul", ["cpu"], "smoke", SLOW)
     wait_for(lambda: (j := jobs.current()) and j["done"] >= 1)

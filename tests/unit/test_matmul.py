@@ -25,6 +25,7 @@ def test_cpu_plans_only_cpu_variants_and_a_gpu_plans_the_rest():
     assert {p.params["size"] for p in EXP.points(config, "cpu")} == set(config["sizes"])
 
 
+@pytest.mark.full
 def test_smoke_run_measures_products_that_agree_with_numpy():
     config = EXP.config("smoke")
     rows = smoke_rows("matmul", sizes=(16, 200))

@@ -253,6 +253,7 @@ def test_a_skipped_point_is_recorded_with_its_estimate():
     assert row["metrics"]["estimated_seconds"] > 0.1
 
 
+@pytest.mark.full
 def test_smoke_run_records_surfaces_and_charts_draw_them():
     rows = smoke_rows("mlp_surface", variants=("as written", "tuned"), epochs=30, sweep_grids=(10,))
     assert (rows["point_status"] == "ok").all() and len(rows) == 4
@@ -416,6 +417,7 @@ def test_gpu_rows_of_another_machine_or_configuration_are_not_compared_and_the_v
     assert paper.outcome == NO_DATA and "same configuration" in paper.evidence
 
 
+@pytest.mark.full
 def test_the_shipped_records_give_tables_and_charts(shipped_results):
     rows = results.rows_frame(results.load_records(), "mlp_surface")
     assert len(EXP.tables(rows)["Final MSE of the surface runs per device and variant"]) > 0

@@ -14,6 +14,7 @@ def test_each_probe_issues_the_operation_it_is_named_for_and_writes_elements(nam
     assert found["flops"] > 0  # elements written: the line's x
 
 
+@pytest.mark.full
 def test_a_larger_probe_writes_more_elements():
     for name, build in op_probes.PROBES.items():
         few, many = (census.of(build(rows), "cpu").summary()["flops"] for rows in (8, 64))

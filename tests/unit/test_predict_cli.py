@@ -107,6 +107,7 @@ def test_the_catalogue_as_text_is_a_table_with_a_header(capsys):
     assert "catalogue" in t4 and "GFLOP/s" in t4
 
 
+@pytest.mark.full
 def test_an_experiment_on_a_gpu_gives_a_json_array_per_point(capsys, calibrated):
     assert main(["predict", "matmul", "--on", "t4", "--preset", "smoke", "--set", "sizes=8", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
@@ -118,6 +119,7 @@ def test_an_experiment_on_a_gpu_gives_a_json_array_per_point(capsys, calibrated)
         assert sum(entry["parts"].values()) == pytest.approx(entry["predicted_s"])
 
 
+@pytest.mark.full
 def test_each_point_s_census_is_taken_once_for_every_gpu_and_once_for_every_cpu(capsys, calibrated, monkeypatch):
     taken = []
     entry = standin.entry
@@ -142,6 +144,7 @@ def test_an_experiment_on_this_machine_prints_each_point(capsys, calibrated):
     assert "torch cpu size=8:" in out and "torch cpu size=16:" in out and " per " in out
 
 
+@pytest.mark.full
 def test_each_targets_lines_are_printed_before_the_next_targets_census_is_taken(capsys, calibrated, monkeypatch):
     from core.predict import predictions
     printed_before = []
@@ -161,6 +164,7 @@ def test_bad_hardware_and_a_missing_profile_are_clean_errors(capsys, results_dir
     assert "python -m core calibrate" in capsys.readouterr().err
 
 
+@pytest.mark.full
 def test_your_own_model_is_predicted_with_its_crossover(capsys, calibrated, model_file):
     assert main(["predict", "--model", f"{model_file}:build", "--input", "512x84", "--train", "--on", "this",
                  "--on", "t4"]) == 0
@@ -199,6 +203,7 @@ def test_your_own_attention_is_priced_on_the_host_s_flash_attention_blocks_or_sa
     assert 1.28e-3 < cpu["parts"]["compute"] < 1.28e-3 * 1.2
 
 
+@pytest.mark.full
 def test_your_own_model_is_timed_here_beside_its_prediction_with_check(capsys, calibrated, model_file, monkeypatch):
     monkeypatch.setattr(ownmodel, "MEASURE_SECONDS", 0.05)
     argv = ["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this", "--on", "t4", "--check"]
@@ -237,6 +242,7 @@ def test_a_noisy_check_says_so_and_to_time_it_again(capsys, calibrated, model_fi
     assert "noisy" not in capsys.readouterr().out
 
 
+@pytest.mark.full
 def test_your_own_model_on_a_gpu_alone_is_also_predicted_on_the_cpu_that_drives_it(capsys, calibrated, model_file):
     assert main(["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "t4", "--json"]) == 0
     cpu, gpu = json.loads(capsys.readouterr().out)
@@ -253,6 +259,7 @@ def test_your_own_model_on_cpus_alone_says_nothing_of_a_gpu(capsys, calibrated, 
     assert "  this machine's CPU: " in out and "GPU" not in out and "crossover" not in out
 
 
+@pytest.mark.full
 def test_your_own_model_may_take_indices(capsys, calibrated, model_file):
     assert main(["predict", "--model", f"{model_file}:tagger", "--input", "8x20:int64", "--on", "t4", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
@@ -279,6 +286,7 @@ def test_your_own_model_s_forward_is_inference_and_its_training_step_trains(tmp_
     assert "aten.bernoulli_" in {op["op"] for op in ownmodel.take(model, given, True, False)["ops"]}
 
 
+@pytest.mark.full
 def test_a_compiled_model_is_predicted_as_its_eager_operations_and_says_so(capsys, calibrated, tmp_path):
     path = tmp_path / "compiled.py"
     path.write_text("import torch\n\ndef build():\n    return torch.compile(torch.nn.Linear(8, 1))\n")
@@ -330,6 +338,7 @@ def test_model_errors_name_the_field(capsys, calibrated, model_file, argv, messa
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.full
 def test_host_without_on_is_refused_where_it_would_drive_nothing(capsys, calibrated):
     assert main(["predict", "matmul", "--host", "typical-cpu", "--preset", "smoke"]) == 2
     assert "--host: drives the GPUs named with --on: give --on too" in capsys.readouterr().err
@@ -338,6 +347,7 @@ def test_host_without_on_is_refused_where_it_would_drive_nothing(capsys, calibra
     assert "T4 driven by a typical desktop CPU" in capsys.readouterr().out
 
 
+@pytest.mark.full
 def test_a_batch_the_model_cannot_take_is_left_out_of_the_crossover_sweep(capsys, calibrated, model_file):
     assert main(["predict", "--model", f"{model_file}:normalised", "--input", "64x84", "--train", "--on", "t4",
                  "--json"]) == 0
@@ -345,6 +355,7 @@ def test_a_batch_the_model_cannot_take_is_left_out_of_the_crossover_sweep(capsys
     assert gpu["predicted_s"] > 0 and "crossover_batch" in gpu
 
 
+@pytest.mark.full
 def test_your_own_model_too_large_for_a_gpu_s_memory_is_said_not_to_fit_there(capsys, calibrated, model_file):
     # 100,000,000 rows of 84 float32: 31.3 GiB of input alone, more than a T4's 16 GiB, less than an H100's 80
     argv = ["predict", "--model", f"{model_file}:build", "--input", "100000000x84", "--on", "t4", "--on", "h100-sxm"]
@@ -377,6 +388,7 @@ def test_your_own_model_too_large_for_this_machine_s_memory_is_said_not_to_fit_h
     assert "this machine's CPU: " in (out := capsys.readouterr().out) and "and it has 8 GiB" in out
 
 
+@pytest.mark.full
 def test_the_crossover_sweep_compares_only_the_batches_that_fit_in_the_gpu_s_memory(capsys, calibrated, model_file,
                                                                                   monkeypatch):
     # a ReLU over rows of 2,000,000 float32 (8 MB): it takes them whole, so a T4's 16 GiB holds 2,147 rows
@@ -404,6 +416,7 @@ def test_the_memory_one_call_needs_is_the_model_s_state_or_its_largest_input_whi
     assert ownmodel.memory_needed(model, found, train=False) == 440 + 4000
 
 
+@pytest.mark.full
 def test_an_operation_in_place_needs_its_input_alone(capsys, calibrated, model_file):
     # 2048 rows of 2,000,000 float32: 15.3 GiB, which a T4's 16 GiB holds; an in-place ReLU needs nothing more
     assert main(["predict", "--model", f"{model_file}:in_place", "--input", "2048x2000000", "--on", "t4",
@@ -421,6 +434,7 @@ def test_an_input_too_large_for_this_machine_s_real_call_is_refused_before_it_is
     assert "--input" in err and "2.0 GiB" in err and "batch 2" in err and "narrower rows" in err
 
 
+@pytest.mark.full
 def test_a_name_given_twice_predicts_once_and_a_configuration_with_no_point_on_a_gpu_says_so(capsys, calibrated,
                                                                                              model_file):
     assert main(["predict", "--model", f"{model_file}:build", "--input", "8x84", "--on", "t4", "--on", "t4",

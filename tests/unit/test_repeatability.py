@@ -44,6 +44,7 @@ def test_a_checked_point_carries_what_the_run_before_measured_where_one_did():
     assert found["ratio"].tolist() == [1.1, 0.9, 1.0] and len(found) == 3
 
 
+@pytest.mark.full
 def test_predict_accuracy_says_how_far_the_shipped_measurements_repeat(shipped_results, capsys):
     assert main(["predict", "--accuracy"]) == 0
     out = capsys.readouterr().out

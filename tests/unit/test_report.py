@@ -27,6 +27,7 @@ def document(tmp_path_factory):
         return single_file.build()
 
 
+@pytest.mark.full
 def test_nothing_is_fetched_from_outside_the_file(document):
     """The markup loads nothing (the inlined libraries' own code holds markup in strings: it is left out)."""
     markup = re.sub(r"<script>.*?</script>", "<script></script>", document, flags=re.S)
@@ -35,6 +36,7 @@ def test_nothing_is_fetched_from_outside_the_file(document):
     assert not fetching and "@import" not in markup and "url(" not in markup
 
 
+@pytest.mark.full
 def test_every_experiment_the_matrix_and_the_machines_are_there(document):
     from core import experiments
     for exp in experiments.registry().values():
@@ -43,11 +45,13 @@ def test_every_experiment_the_matrix_and_the_machines_are_there(document):
     assert "Xeon" in document and "Measured points: run matmul-" in document
 
 
+@pytest.mark.full
 def test_text_from_a_record_is_escaped(document):
     assert "<script>alert('cpu')</script>" not in document
     assert "&lt;script&gt;alert" in document or "\\u003cscript>alert" in document
 
 
+@pytest.mark.full
 def test_the_cli_writes_the_report_and_refuses_a_folder(results_dir, tmp_path, capsys):
     (results_dir / MACHINE.name).mkdir(parents=True)
     shutil.copy(next(MACHINE.glob("iris-*.json")), results_dir / MACHINE.name)

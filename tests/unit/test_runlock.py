@@ -65,6 +65,7 @@ while not stop.exists():
 """
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("left_behind", [None, "a killed run's description naming a live process"])
 def test_looking_never_makes_a_start_fail(results_dir, tmp_path, left_behind):
     """Pages look at the lock all the time (here two processes, looking as fast as they can); with

@@ -1,5 +1,6 @@
 """The runner takes a census and a profile of every measured point, writes the profile's files beside the
 record, and never loses a measurement to either."""
+import pytest
 import gzip
 import json
 
@@ -19,6 +20,7 @@ def _run(name: str, results_dir, **overrides) -> dict:
     return writer
 
 
+@pytest.mark.full
 def test_every_measured_point_has_a_census_and_a_breakdown_with_files_beside_the_record(results_dir):
     writer = _run("matmul", results_dir, sizes=(16, 64))
     measured = [r for r in writer.record["rows"] if r["status"] == "ok" and r["variant"] == "torch cpu"]
@@ -39,6 +41,7 @@ def test_every_measured_point_has_a_census_and_a_breakdown_with_files_beside_the
     assert numpy_rows["time_host_s"].isna().all()
 
 
+@pytest.mark.full
 def test_a_product_is_one_mm_kernel_in_the_rows_frame(results_dir):
     _run("matmul", results_dir, sizes=(32,))
     frame = results.rows_frame(results.load_records(results_dir))
@@ -47,6 +50,7 @@ def test_a_product_is_one_mm_kernel_in_the_rows_frame(results_dir):
     assert torch_row["census_top_by_count"][0]["op"] == "aten.mm"
 
 
+@pytest.mark.full
 def test_a_long_sample_is_measured_but_neither_censused_nor_profiled(results_dir, monkeypatch):
     monkeypatch.setattr(runner, "INSPECT_LIMIT_S", 0.0)
     writer = _run("iris", results_dir)
@@ -57,6 +61,7 @@ def test_a_long_sample_is_measured_but_neither_censused_nor_profiled(results_dir
     assert frame["census_note"].str.contains("census and the profile are taken only").all()
 
 
+@pytest.mark.full
 def test_a_failing_census_is_recorded_and_the_measurement_stands(results_dir, monkeypatch):
     def broken(workload, device):
         raise RuntimeError("the census broke")
@@ -76,6 +81,7 @@ def test_the_cli_prints_each_points_census_per_unit(results_dir, capsys):
     assert "1 operation, 1 kernel, 0 syncs, 0 bytes copied per product" in out
 
 
+@pytest.mark.full
 def test_a_run_on_gpus_alone_takes_no_stand_in_census_and_a_cpu_run_does(results_dir, monkeypatch):
     def measured(experiment, point, *args, **kwargs):  # no GPU here: the runner's own steps are under test
         return {"device": point.device, "variant": point.variant, "params": point.params, "status": "ok",
@@ -113,6 +119,7 @@ def test_a_cancel_among_the_stand_ins_leaves_the_run_complete_with_those_taken(r
     assert not results.has_every_standin(results.load_records(results_dir)[0])
 
 
+@pytest.mark.full
 def test_a_run_stopped_after_its_last_point_reads_as_complete_and_one_stopped_before_does_not(results_dir):
     writer = _run("matmul", results_dir, sizes=(16,))
     assert results.has_every_standin(results.load_records(results_dir)[0])

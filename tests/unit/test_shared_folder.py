@@ -1,5 +1,6 @@
 """A results folder several machines share (CROSSOVER_RESULTS_DIR on a network mount): each machine writes
 only under its own machine id, another machine's run never makes this one busy, and the app reads them all."""
+import pytest
 import fcntl
 import json
 
@@ -24,6 +25,7 @@ def other_machine(folder):
     return {p: p.read_bytes() for p in (folder / OTHER).rglob("*") if p.is_file()}
 
 
+@pytest.mark.full
 def test_a_run_and_a_calibration_write_only_under_this_machines_id(results_dir):
     theirs = other_machine(results_dir)
     here = devices.fingerprint()["machine_id"]

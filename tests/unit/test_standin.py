@@ -56,6 +56,7 @@ def test_the_cnns_stand_in_epochs_count_what_a_gpu_would_do(one_thread):
     assert "aten._fused_adam_" in {o["op"] for o in tuned["ops"] if o["phase"] == "graph"}
 
 
+@pytest.mark.full
 def test_every_stand_in_point_of_the_smoke_matmul_gives_a_census():
     matmul = get("matmul")
     config = matmul.config("smoke", {"sizes": (16, 64)})

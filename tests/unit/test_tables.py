@@ -68,6 +68,7 @@ def test_the_points_table_names_each_point_its_time_and_its_metrics():
                                       MISSING, "66.1"]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", sorted(experiments.registry()))
 def test_every_experiments_tables_have_headings_for_people(name, shipped_results):
     rows = results.rows_frame(results.load_records(), name)

@@ -133,6 +133,7 @@ def test_epoch_timer_splits_each_epoch_into_loader_steps_and_evaluation():
     assert (watch.total("setup"), watch.total("importance")) == (0.5, 2.5)
 
 
+@pytest.mark.full
 def test_the_library_calls_our_callback_once_per_epoch_and_batch():
     config = EXP.config("smoke", {"rows": 1024, "epochs": 3})
     fit, metrics = timed_fit("cpu", tabnet.AS_WRITTEN, 256, config)
@@ -147,6 +148,7 @@ def test_the_library_calls_our_callback_once_per_epoch_and_batch():
     assert parts == pytest.approx(metrics["fit_s"], rel=0.05)
 
 
+@pytest.mark.full
 def test_smoke_run_records_both_variants_with_every_part_and_comparable_losses(smoke_rows):
     config = EXP.config("smoke")
     assert len(smoke_rows) == 4 and (smoke_rows["point_status"] == "ok").all()
@@ -164,6 +166,7 @@ def test_smoke_run_records_both_variants_with_every_part_and_comparable_losses(s
     assert (losses[tabnet.AS_WRITTEN] - losses[tabnet.TUNED]).abs().max() < 0.5
 
 
+@pytest.mark.full
 def test_same_seed_same_weights_same_losses():
     config = EXP.config("smoke", {"rows": 512, "epochs": 2})
     first, second = (timed_fit("cpu", tabnet.TUNED, 256, config)[1] for _ in range(2))
@@ -225,6 +228,7 @@ def _chart_data(chart) -> list[dict]:
     return [row for rows in chart.to_dict()["datasets"].values() for row in rows]
 
 
+@pytest.mark.full
 def test_tables_and_charts_build_from_a_smoke_run(smoke_rows):
     split = analysis.time_split(smoke_rows)
     assert set(split["part"]) == set(tabnet.PARTS) and len(split) == 4 * len(tabnet.PARTS)

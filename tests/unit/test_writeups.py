@@ -266,6 +266,7 @@ def test_a_method_that_adds_time_is_not_offered_as_the_reason_for_a_prediction_a
     assert moved["ratio"] > 1 and writeups.ADDS_NOT_ABOVE not in moved["method"]
 
 
+@pytest.mark.full
 def test_the_iris_cpu_figure_predicted_for_real():
     row = writeups.validate(experiments.registry(), only=["iris-total.cpu"]).iloc[0]
     assert pd.isna(row["error"]), row["error"]
