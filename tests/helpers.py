@@ -2,6 +2,7 @@
 only to render: the GPU checks import these helpers on a machine that runs the core alone."""
 from __future__ import annotations
 
+import copy
 import json
 import time
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ import pandas as pd
 from core import experiments, settings
 from core.store import results
 from core.measure import runner
+from core.store.files import write_atomic
 from core.store.results import RecordWriter
 
 if TYPE_CHECKING:
@@ -37,13 +39,23 @@ def hand_rows(entries: list[dict], params: tuple[str, ...]) -> pd.DataFrame:
                          | {"point": json.dumps({k: e[k] for k in params}, sort_keys=True)} for e in entries])
 
 
+_SMOKE_RUNS: dict[str, dict] = {}  # one run per configuration for the whole session: tests only read what it measured
+
+
 def smoke_record(name: str, device_names=("cpu",), preset: str = "smoke", **overrides) -> dict:
-    """Run an experiment into the test's results folder; returns the record."""
-    exp = experiments.get(name)
-    config = exp.config(preset, overrides)
-    writer = RecordWriter(name, preset, config, list(device_names))
-    runner.run(exp, config, list(device_names), writer)
-    return writer.record
+    """Run an experiment into the test's results folder; returns the record. A configuration run before in this
+    session is not run again: its record is written into this test's folder under a new run id."""
+    key = json.dumps([name, list(device_names), preset, overrides], sort_keys=True, default=list)
+    if key not in _SMOKE_RUNS:
+        exp = experiments.get(name)
+        config = exp.config(preset, overrides)
+        writer = RecordWriter(name, preset, config, list(device_names))
+        runner.run(exp, config, list(device_names), writer)
+        _SMOKE_RUNS[key] = copy.deepcopy(writer.record)
+        return writer.record
+    record = copy.deepcopy(_SMOKE_RUNS[key]) | {"run_id": results.new_run_id(name)}
+    write_atomic(settings.results_dir() / record["machine_id"] / f"{record['run_id']}.json", record)
+    return record
 
 
 def smoke_rows(name: str, device_names=("cpu",), preset: str = "smoke", **overrides) -> pd.DataFrame:
