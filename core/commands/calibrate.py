@@ -10,7 +10,7 @@ from core.store import files, runlock
 def register(sub) -> None:
     parser = sub.add_parser("calibrate", help="measure this machine's constants into its calibrated profile")
     parser.add_argument("--device", action="append",
-                           help="a CUDA GPU to calibrate besides the CPU (repeatable); default: every device here")
+                        help="a CUDA GPU to calibrate besides the CPU (repeatable); default: every device here")
     parser.add_argument("--quick", action="store_true", help="a few seconds, rougher figures (for tests)")
     parser.set_defaults(command=run)
 

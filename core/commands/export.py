@@ -1,6 +1,4 @@
 """`python -m core export -o FILE`: records and their machines' calibrated profiles in one bundle."""
-
-
 from core.params import file_path
 from core.report import bundles
 

@@ -1,6 +1,4 @@
 """`python -m core import FILE`: every member of a bundle checked, then merged (added, skipped or refused)."""
-
-
 from core.params import file_path
 from core.report import bundles
 

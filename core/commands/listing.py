@@ -1,7 +1,5 @@
 """`python -m core list [NAME]`: every experiment (or one), its parameters with what each allows and its value
 in every preset, and its variants. Only the experiment named is imported."""
-
-
 from core import experiments
 from core.params import PRESETS, clip
 

@@ -22,27 +22,27 @@ def register(sub) -> None:
     parser = sub.add_parser("predict", help="predict an experiment's points, or your own model, on other hardware")
     parser.add_argument("experiment", nargs="?", help="an experiment (see `list`); leave out with --model")
     parser.add_argument("--on", action="append", metavar="HARDWARE",
-                         help="where to predict (repeatable): a catalogue name, 'this' (this machine's calibrated "
-                              "CPU), 'this:cuda:N', a calibrated machine id; 'list' lists them. Default: this "
-                              "machine and the write-up's GPU driven by the write-up's CPU (with --model: the --host "
-                              "CPU and every catalogue GPU; GPUs named alone are compared with the --host CPU)")
+                        help="where to predict (repeatable): a catalogue name, 'this' (this machine's calibrated "
+                             "CPU), 'this:cuda:N', a calibrated machine id; 'list' lists them. Default: this "
+                             "machine and the write-up's GPU driven by the write-up's CPU (with --model: the --host "
+                             "CPU and every catalogue GPU; GPUs named alone are compared with the --host CPU)")
     parser.add_argument("--host", default="this", help="the CPU that drives the GPUs named with --on, and with "
-                                                        "--model every GPU (default: this machine's)")
+                                                       "--model every GPU (default: this machine's)")
     parser.add_argument("--preset", help="smoke, quick (default) or paper")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
     parser.add_argument("--model", metavar="FILE.py:BUILD_FN", help="your own model: a function returning an nn.Module")
     parser.add_argument("--input", metavar="SHAPE",
-                         help="with --model: the input's shape, batch first (512x84), and its element type for "
-                              "indices such as token ids (32x50:int64)")
+                        help="with --model: the input's shape, batch first (512x84), and its element type for "
+                             "indices such as token ids (32x50:int64)")
     parser.add_argument("--train", action="store_true", help="with --model: a training step, not a forward")
     parser.add_argument("--check", action="store_true",
-                         help="with --model: also time it on this machine's CPU (torch.utils.benchmark) and print the "
-                              "measurement beside the prediction for it")
+                        help="with --model: also time it on this machine's CPU (torch.utils.benchmark) and print the "
+                             "measurement beside the prediction for it")
     parser.add_argument("--accuracy", action="store_true",
-                         help="the model checked against every measured point of every calibrated machine")
+                        help="the model checked against every measured point of every calibrated machine")
     parser.add_argument("--writeups", action="store_true",
-                         help="every published timing figure and GPU speedup predicted on the write-up's "
-                              "hardware (saved for the Predictions page)")
+                        help="every published timing figure and GPU speedup predicted on the write-up's "
+                             "hardware (saved for the Predictions page)")
     parser.add_argument("--json", action="store_true", help="print a JSON array for scripts")
     parser.set_defaults(command=run)
 

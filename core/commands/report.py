@@ -1,6 +1,4 @@
 """`python -m core report -o FILE`: the single-file HTML report (core.report.single_file)."""
-
-
 from core.params import file_path
 from core.report import single_file
 
