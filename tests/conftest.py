@@ -111,3 +111,11 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def quick_profile() -> dict:
+    """One quick calibration of this machine's CPU for the whole session (no file written): tests read it, or save a
+    copy of it."""
+    from core.calibration import calibrate
+    return calibrate.take(["cpu"], quick=True, progress=False)

@@ -1,5 +1,6 @@
 """Predictions in the app: the sidebar's GPU picker, an experiment page's predicted section and the
 Predictions page, on a smoke matmul run (with its stand-in censuses) and a quick calibration of this machine."""
+import copy
 import json
 import shutil
 
@@ -7,7 +8,6 @@ import pandas as pd
 import pytest
 
 from core import devices, experiments, settings
-from core.calibration import calibrate
 from core.model import hardware, profiles
 from core.predict import predictions, writeups
 from core.store import results
@@ -18,14 +18,14 @@ HEADINGS = ["How close the model comes where we measured", "The write-ups' figur
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
-    """One smoke matmul run (sizes 8 and 32: the stand-in points included) and one quick calibration of this
-    machine, taken once and copied into each test's results folder."""
+def made(tmp_path_factory, quick_profile):
+    """One smoke matmul run (sizes 8 and 32: the stand-in points included) and the session's quick calibration of
+    this machine, taken once and copied into each test's results folder."""
     folder = tmp_path_factory.mktemp("made")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(settings.RESULTS_ENV, str(folder))
         smoke_record("matmul", sizes=(8, 32))
-        profiles.save(calibrate.take(["cpu"], quick=True, progress=False))
+        profiles.save(copy.deepcopy(quick_profile))
     return folder
 
 

@@ -18,12 +18,6 @@ from core.store import runlock
 from core.commands.cli import main
 
 
-@pytest.fixture(scope="module")
-def quick_profile():
-    """One quick calibration of this machine's CPU for the whole module (no file written)."""
-    return calibrate.take(["cpu"], quick=True, progress=False)
-
-
 @pytest.mark.full
 def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quick_profile):
     cpu = quick_profile["cpu"]
