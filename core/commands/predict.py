@@ -15,7 +15,6 @@ from core.params import ConfigError, clip
 from core.predict import ownmodel, predictions, writeups
 from core.present.tables import seconds_text
 from core.store import results
-from core.store.results import call_text
 
 
 def register(sub) -> None:
@@ -187,7 +186,7 @@ def _print_catalogue(as_json: bool) -> int:
 def _prediction_text(p: predictions.Predicted) -> str:
     if p.prediction is None:
         return f"no prediction: {p.error}"
-    unit = f" per {p.unit if p.per_call == 1 else call_text(p.unit, p.per_call)}" if p.unit else ""
+    unit = f" per {p.unit if p.per_call == 1 else results.call_text(p.unit, p.per_call)}" if p.unit else ""
     return f"{seconds_text(p.prediction.seconds)}{unit} ({costmodel.shares_text(p.prediction.parts, p.prediction.seconds)})"
 
 

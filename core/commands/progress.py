@@ -9,7 +9,6 @@ from tqdm import tqdm
 from core.measure import breakdown, census
 from core.present.tables import seconds_text
 from core.store import results
-from core.store.results import call_text
 
 TICK_S = 1.0  # the bar is redrawn this often, so that its elapsed time moves during a long point
 
@@ -80,7 +79,7 @@ def point_outcome(row: dict) -> str:
     if row.get("median") is None:
         return "done"
     per_call = row["per_call"] or 1
-    sample = (f"one sample: {call_text(row['unit'], per_call)} in {seconds_text(row['median'])}; "
+    sample = (f"one sample: {results.call_text(row['unit'], per_call)} in {seconds_text(row['median'])}; "
               if per_call > 1 else "")
     spread = f"IQR {row['iqr'] / row['median']:.0%}" if row["iqr"] is not None and row["median"] > 0 else "one sample"
     return (f"median {seconds_text(results.per_unit(row['median'], per_call))} per {row['unit']} "

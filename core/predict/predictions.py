@@ -14,7 +14,6 @@ from core.calibration.efforts import FULL
 from core.model import costmodel, hardware, profiles
 from core.store import results
 from core.measure import standin
-from core.store.results import call_text
 from core.measure.experiment import Experiment, Point
 
 PREDICTED, MEASURED = "predicted", "measured"
@@ -113,7 +112,8 @@ def _row(meta: dict, found: Predicted, target: hardware.Target) -> dict:
     base = {**meta, "device": devices.STAND_IN, "device_name": f"{target.gpu.title} (predicted)",
             "variant": found.point.variant, "point": results.point_key(found.point.params),
             "point_status": "ok" if prediction else "error", "error": found.error, "unit": found.unit,
-            "per_call": found.per_call, "per_sample": call_text(found.unit, found.per_call) if found.unit else None,
+            "per_call": found.per_call,
+            "per_sample": results.call_text(found.unit, found.per_call) if found.unit else None,
             "median_s": prediction.seconds if prediction else None,
             "per_unit_s": results.per_unit(prediction.seconds, found.per_call) if prediction else None,
             "provenance": PREDICTED,

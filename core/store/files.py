@@ -200,11 +200,11 @@ def remove_leftovers(folder: Path, older_than_s: float = LEFTOVER_AGE_S) -> list
     returns those removed."""
     cutoff = time.time() - older_than_s
     removed = []
-    for entry in [None, *_entries(folder)]:
+    for entry in [None, *entries(folder)]:
         if entry is not None and not (entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".")):
             continue
         where = Path(folder) if entry is None else Path(entry.path)
-        for leftover in _entries(where):
+        for leftover in entries(where):
             if not _LEFTOVER.fullmatch(leftover.name):
                 continue
             try:
@@ -217,10 +217,11 @@ def remove_leftovers(folder: Path, older_than_s: float = LEFTOVER_AGE_S) -> list
     return removed
 
 
-def _entries(folder: Path) -> list[os.DirEntry]:
+def entries(folder: Path) -> list[os.DirEntry]:
+    """The entries of `folder`, none where it cannot be listed."""
     try:
-        with os.scandir(folder) as entries:
-            return list(entries)
+        with os.scandir(folder) as found:
+            return list(found)
     except OSError:
         return []
 

@@ -9,7 +9,6 @@ a warning naming it and why; hidden names (temporary files, logs, the lock) are 
 RUN_ID_PATTERN, and a run never overwrites another run's record."""
 import hashlib
 import json
-import os
 import re
 import uuid
 import warnings
@@ -155,23 +154,15 @@ def record_paths(results_dir: Path = None) -> list[Path]:
     folder that vanishes or cannot be listed is left out."""
     folder = results_dir or settings.results_dir()
     paths = []
-    for machine in _listing(folder):
+    for machine in files.entries(folder):
         if machine.name.startswith(".") or not machine.is_dir():
             continue
         if machine.is_symlink():
             paths.append(Path(machine.path))
             continue
-        paths += [Path(entry.path) for entry in _listing(Path(machine.path))
+        paths += [Path(entry.path) for entry in files.entries(Path(machine.path))
                   if entry.name.endswith(".json") and not entry.name.startswith(".")]
     return sorted(paths)
-
-
-def _listing(folder: Path) -> list[os.DirEntry]:
-    try:
-        with os.scandir(folder) as entries:
-            return list(entries)
-    except OSError:
-        return []
 
 
 STANDINS_CUT = "stopped during the stand-in censuses, after every point was measured"
