@@ -64,7 +64,7 @@ def _downloads(picked: pd.DataFrame) -> None:
     with st.expander("Raw operator tables and traces"):
         st.caption("The operator table (CSV) is torch.profiler's per-operator summary of the profiled calls; "
                    "the trace (gzipped Chrome trace JSON) opens in https://ui.perfetto.dev. A trace over 8 MB is "
-                   "not kept, and the results shipped with the app keep none.")
+                   "not kept. The results shipped with the app keep neither: they stay on the machine that measured them.")
         for i, row in enumerate(picked.itertuples()):
             label = charts.series_label(picked.loc[[row.Index]]).iloc[0]
             for kind, path, mime in (("operator table", row.breakdown_table, "text/csv"),
