@@ -115,7 +115,8 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def quick_profile() -> dict:
-    """One quick calibration of this machine's CPU for the whole session (no file written): tests read it, or save a
-    copy of it."""
+    """One quick calibration of this machine's CPU for the whole session, shared by the workers of `pytest -n` (no
+    results file written): tests read it, or save a copy of it."""
     from core.calibration import calibrate
-    return calibrate.take(["cpu"], quick=True, progress=False)
+    from tests.helpers import once
+    return once("quick_profile", lambda: calibrate.take(["cpu"], quick=True, progress=False))

@@ -3,8 +3,13 @@ only to render: the GPU checks import these helpers on a machine that runs the c
 from __future__ import annotations
 
 import copy
+import fcntl
+import hashlib
 import json
+import os
+import tempfile
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -39,23 +44,51 @@ def hand_rows(entries: list[dict], params: tuple[str, ...]) -> pd.DataFrame:
                          | {"point": json.dumps({k: e[k] for k in params}, sort_keys=True)} for e in entries])
 
 
-_SMOKE_RUNS: dict[str, dict] = {}  # one run per configuration for the whole session: tests only read what it measured
-
-
 def smoke_record(name: str, device_names=("cpu",), preset: str = "smoke", **overrides) -> dict:
     """Run an experiment into the test's results folder; returns the record. A configuration run before in this
-    session is not run again: its record is written into this test's folder under a new run id."""
-    key = json.dumps([name, list(device_names), preset, overrides], sort_keys=True, default=list)
-    if key not in _SMOKE_RUNS:
+    session (by any worker of `pytest -n`) is not run again: its record is written into this test's folder under a
+    new run id."""
+    key = json.dumps(["smoke", name, list(device_names), preset, overrides], sort_keys=True, default=list)
+    ran = []
+
+    def run() -> dict:
         exp = experiments.get(name)
         config = exp.config(preset, overrides)
         writer = RecordWriter(name, preset, config, list(device_names))
         runner.run(exp, config, list(device_names), writer)
-        _SMOKE_RUNS[key] = copy.deepcopy(writer.record)
+        ran.append(writer.record)
         return writer.record
-    record = copy.deepcopy(_SMOKE_RUNS[key]) | {"run_id": results.new_run_id(name)}
+    record = copy.deepcopy(once(key, run))
+    if ran:
+        return record
+    record |= {"run_id": results.new_run_id(name)}
     write_atomic(settings.results_dir() / record["machine_id"] / f"{record['run_id']}.json", record)
     return record
+
+
+_ONCE: dict[str, object] = {}
+
+
+def once(key: str, build):
+    """`build()` once per test session, shared by the workers of `pytest -n` through a file (its result must be
+    JSON): a smoke run or a calibration the tests only read."""
+    if key not in _ONCE:
+        session = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        _ONCE[key] = build() if session is None else _once_across_workers(key, build, session)
+    return _ONCE[key]
+
+
+def _once_across_workers(key: str, build, session: str):
+    folder = Path(tempfile.gettempdir()) / f"crossover-tests-{session}"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for the one building it
+        if path.exists():
+            return json.loads(path.read_text())
+        value = build()
+        write_atomic(path, value)
+        return value
 
 
 def smoke_rows(name: str, device_names=("cpu",), preset: str = "smoke", **overrides) -> pd.DataFrame:

@@ -15,7 +15,7 @@ def page() -> AppTest:
 
 @pytest.fixture
 def cpu_run(results_dir, one_thread):
-    smoke_record("mlp_surface", epochs=20, sweep_grids=(10,), variants=("as written", "tuned"))
+    smoke_record("mlp_surface", variants=("as written", "tuned"), epochs=30, sweep_grids=(10,))  # test_mlp_surface's run
 
 
 @pytest.mark.full

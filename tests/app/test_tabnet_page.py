@@ -21,7 +21,7 @@ def test_page_without_results_explains_and_offers_a_run():
 
 @pytest.mark.full
 def test_page_with_a_cpu_run_shows_charts_tables_and_asks_for_a_gpu():
-    assert smoke_record("tabnet", batch_sizes=(256,), rows=512)["status"] == "complete"
+    assert smoke_record("tabnet")["status"] == "complete"
     at = page()
     assert not at.exception
     assert at.get("vega_lite_chart")

@@ -1,6 +1,8 @@
 """Every page as a person sees it, served by `streamlit run` in headless Chromium: no error on any page
 (each saved as a full-page screenshot), and on the matmul page the runs shown by default and the run
-picker, over a results folder holding the shipped records plus a smoke and a cancelled matmul run."""
+picker, over a results folder holding the small results kept for the tests (tests/data/results: each experiment's
+latest quick run of one machine; the shipped results are rendered page by page in tests/app/test_app.py) plus the
+shipped matmul run and a smoke and a cancelled run of it."""
 import os
 import shutil
 
@@ -8,6 +10,7 @@ import pytest
 
 from core import settings
 from core.store import runs
+from tests.app.test_every_page import SMALL_RESULTS
 from tests.app.test_matmul_page import three_runs
 from tests.browser import test_served_app as served
 
@@ -20,10 +23,10 @@ ERRORS = "[data-testid='stException'], [data-testid='stAlertContentError']"
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
-    """A results folder: the shipped records and, beside the shipped matmul run, a smoke run and a cancelled
-    run of it (the folder and its runs by kind)."""
+    """A results folder: the small results and, beside the shipped matmul run, a smoke run and a cancelled run of
+    it (the folder and its runs by kind)."""
     folder = tmp_path_factory.mktemp("pages") / "results"
-    shutil.copytree(settings.APP_ROOT / "results", folder)
+    shutil.copytree(SMALL_RESULTS, folder)
     return folder, three_runs(folder)
 
 

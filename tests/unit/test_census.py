@@ -1,4 +1,5 @@
 import contextlib
+import gc
 import json
 import sys
 
@@ -172,6 +173,7 @@ def test_take_on_a_plain_workload_returns_every_field_for_one_call():
 
 
 def test_a_census_counts_the_objects_a_full_collection_walks_in_its_process():
+    gc.collect()  # garbage earlier tests left would be freed between the two censuses
     small = census.take(timing.Workload(lambda: torch.ones(2) + 1, unit="add"), "cpu")["heap_objects"]
     held = [[i] for i in range(100_000)]  # tracked by the collector, as a process's long-lived objects are
     larger = census.take(timing.Workload(lambda: torch.ones(2) + 1, unit="add"), "cpu")["heap_objects"]

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 import torch
 
-from core import devices, published
+from core import devices, published, settings
 from core.commands import cli
 from core.measure import graphs, runner
 from core.store import results
@@ -16,8 +16,7 @@ from core.experiments.cnn.model import (MODELS, TRAINERS, BaseModel, GruRegresso
                                         sequences, synthetic_images, validation_loss, weights_checksum)
 from core.measure.experiment import Point, RunState
 from core.params import ConfigError
-from core.store.results import RecordWriter
-from core.measure.runner import run
+from tests import helpers
 from tests.helpers import hand_rows
 
 CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
@@ -247,10 +246,11 @@ def test_a_point_that_would_not_fit_is_skipped_before_its_data_is_generated(monk
 # -- a real smoke run -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def smoke_record(tmp_path_factory):
-    config = EXPERIMENT.config("smoke")
-    writer = RecordWriter("cnn", "smoke", config, ["cpu"], results_dir=tmp_path_factory.mktemp("results"))
-    assert run(EXPERIMENT, config, ["cpu"], writer) == "complete"
-    return writer.record
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(settings.RESULTS_ENV, str(tmp_path_factory.mktemp("results")))
+        record = helpers.smoke_record("cnn")
+    assert record["status"] == "complete"
+    return record
 
 
 @pytest.fixture(scope="module")

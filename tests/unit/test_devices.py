@@ -19,6 +19,7 @@ def test_cpu_is_always_available_and_devices_are_checked():
 
 
 def test_fingerprint_describes_the_machine():
+    devices.fingerprint.cache_clear()  # taken afresh: an earlier test may have held fewer threads when it was first
     fp = devices.fingerprint()
     for field in ("cpu_model", "cpu_signature", "cpu_physical_cores", "cpu_logical_cores", "torch_threads", "memory_gib", "os",
                   "python", "torch", "numpy", "cuda", "cudnn", "gpus", "machine_id"):

@@ -28,7 +28,8 @@ def swept(tmp_path_factory) -> pd.DataFrame:
     assert needed[0] < needed[1]
     patch = pytest.MonkeyPatch()
     patch.setattr(devices, "free_memory", lambda device: float(sum(needed)))  # with memory_fraction 0.5
-    patch.setattr(standin, "points", lambda experiment, config: [])  # the tests read what the CPU measured alone
+    patch.setattr(standin, "points", lambda experiment, config: [])  # the tests read what the CPU measured alone,
+    patch.setattr(runner, "INSPECT_LIMIT_S", 0.0)  # without its census or profile (the page's tests read those)
     folder = tmp_path_factory.mktemp("jacobian-results")
     config = EXP.config("smoke", SMALL | {"vals": (2, CHECKED_VAL), "per_sample_vals": (50,), "repeats": 1,
                                           "budget_s": 600.0})

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from core import experiments
-from core.measure import census, runner
+from core.measure import census, runner, standin
 from core.store import files, results
 from core.store.results import RecordWriter
 
@@ -18,6 +18,12 @@ def _run(name: str, results_dir, **overrides) -> dict:
     writer = RecordWriter(name, "smoke", config, ["cpu"], results_dir=results_dir)
     assert runner.run(exp, config, ["cpu"], writer) == "complete"
     return writer
+
+
+def _few_iris_points(results_dir, monkeypatch) -> RecordWriter:
+    """Two iris points (an interval of the training run, and the hook check), without the stand-ins' censuses."""
+    monkeypatch.setattr(standin, "points", lambda experiment, config: [])
+    return _run("iris", results_dir, log_every=(1,))
 
 
 @pytest.mark.full
@@ -53,7 +59,7 @@ def test_a_product_is_one_mm_kernel_in_the_rows_frame(results_dir):
 @pytest.mark.full
 def test_a_long_sample_is_measured_but_neither_censused_nor_profiled(results_dir, monkeypatch):
     monkeypatch.setattr(runner, "INSPECT_LIMIT_S", 0.0)
-    writer = _run("iris", results_dir)
+    writer = _few_iris_points(results_dir, monkeypatch)
     row = next(r for r in writer.record["rows"] if r["status"] == "ok")
     assert row["median"] > 0
     assert row["census"] == row["breakdown"] and "skipped" in row["census"]
@@ -67,7 +73,7 @@ def test_a_failing_census_is_recorded_and_the_measurement_stands(results_dir, mo
         raise RuntimeError("the census broke")
     monkeypatch.setattr(census, "take", broken)
     monkeypatch.setattr(runner, "INSPECT_LIMIT_S", float("inf"))  # a busy machine's slow sample is still censused
-    writer = _run("iris", results_dir)
+    writer = _few_iris_points(results_dir, monkeypatch)
     row = next(r for r in writer.record["rows"] if r["status"] == "ok")
     assert row["census"] == {"error": "RuntimeError: the census broke"}
     assert row["median"] > 0 and "host_s" in row["breakdown"]

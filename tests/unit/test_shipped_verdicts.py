@@ -3,7 +3,6 @@ verdict matrix (each claim's outcome on each machine, and the predicted leaning 
 tests/data/verdict_matrix.json, taken from the full 116 MB results folder at be84dbf."""
 import json
 
-import pandas as pd
 import pytest
 
 from core.report import overview

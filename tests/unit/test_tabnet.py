@@ -3,15 +3,14 @@ import math
 import pandas as pd
 import pytest
 
-from core import devices, published
+from core import devices, published, settings
 from core.store import results
 from core.measure import runner, timing
 from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
 from core.measure.experiment import Point, RunState
 from core.experiments.tabnet import analysis, charts as tabnet_charts, experiment as tabnet
 from core.params import ConfigError
-from core.store.results import RecordWriter
-from tests.helpers import hand_rows
+from tests.helpers import hand_rows, smoke_record
 
 EXP = tabnet.EXPERIMENT
 CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
@@ -25,9 +24,9 @@ def smoke_rows(tmp_path_factory):
     """One smoke run for the module (four fits): its own folder, as the per-test results folder is
     made afresh for every test."""
     folder = tmp_path_factory.mktemp("tabnet-results")
-    config = EXP.config("smoke")
-    assert runner.run(EXP, config, ["cpu"], RecordWriter("tabnet", "smoke", config, ["cpu"], results_dir=folder)) \
-        == "complete"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(settings.RESULTS_ENV, str(folder))
+        assert smoke_record("tabnet")["status"] == "complete"
     return results.rows_frame(results.load_records(folder), "tabnet")
 
 
