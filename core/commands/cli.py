@@ -6,13 +6,13 @@ import os
 import sys
 
 from core import devices, settings
-from core.commands import calibrate, cancel, export, importing, info, listing, predict, report, run
+from core.commands import calibrate, cancel, doctor, export, importing, info, listing, predict, report, run
 from core.model import costmodel, hardware
 from core.params import ConfigError, clip
 from core.report import bundles
 from core.store import files, runlock
 
-COMMANDS = (info, listing, run, cancel, calibrate, predict, export, importing, report)
+COMMANDS = (info, listing, run, cancel, calibrate, predict, export, importing, report, doctor)
 
 
 def main(argv: list[str] = None) -> int:

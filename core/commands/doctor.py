@@ -1,0 +1,51 @@
+"""`python -m core doctor`: within a time budget, what this machine can tell: a plan first, then the calibration and
+each experiment's same-host points (core.doctor), the checks, every claim's verdict here, the cost model's accuracy
+here, and a bundle to import anywhere. Run again, it does what the last one left."""
+import sys
+from pathlib import Path
+
+from core import devices, settings
+from core.commands.run import _devices
+from core.doctor import plan as planning, session
+from core.model import profiles
+from core.params import file_path
+from core.store import runlock
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("doctor", help="spend a time budget measuring what this machine can tell, check it, "
+                                           "and leave a bundle")
+    parser.add_argument("--budget", default="10m", help="how long it may take: 90s, 3m, 1.5h (default 10m)")
+    parser.add_argument("--device", action="append", help="a device (repeatable); default: every device here")
+    parser.add_argument("-o", "--output", metavar="FILE", help="the bundle (default: doctor-MACHINE.tar.gz here)")
+    parser.add_argument("--again", action="store_true", help="start afresh, not from what the last doctor left")
+    parser.set_defaults(command=run)
+
+
+def run(args) -> int:
+    settings.require_writable("the doctor")
+    budget = planning.parse_budget(args.budget)
+    names = _devices(args.device)
+    machine = devices.fingerprint()["machine_id"]
+    output = Path(file_path(args.output, "--output")) if args.output else Path(f"doctor-{machine}.tar.gz")
+    busy = runlock.holder()
+    if busy is not None:
+        raise runlock.BusyError(busy)
+    if args.again:
+        session.forget()
+    the_plan = planning.make(budget, names, set(session.done_steps()), profile=profiles.load())
+    print(the_plan.text(), flush=True)
+    outcome = session.run(the_plan, output, say=lambda line: print(line, flush=True))
+    print("-- verdicts on this machine")
+    for name, verdict in session.verdicts_here():
+        print(f"  {name}: {verdict.claim}: {verdict.outcome}" + (f" ({verdict.basis})" if verdict.basis else "")
+              + (f": {verdict.finding}" if verdict.finding else ""))
+    print("-- the cost model, predicted against measured here")
+    for line in session.accuracy_here():
+        print(f"  {line}")
+    print(f"bundle: {outcome['bundle']} (python -m core import {outcome['bundle']} on any Crossover)"
+          if outcome["bundle"] else "bundle: none written (nothing measured here yet)")
+    if outcome["cut"]:
+        print("interrupted: what finished is kept; run `python -m core doctor` again to do the rest", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,161 @@
+"""What the doctor will do within its budget, and how long each step should take: the calibration first (the cost
+model and every prediction need it), then each experiment's points on every device here, most claims decided per
+second first, at the smoke preset, upgraded to quick where the budget leaves room; the checks and the answer last.
+A step's estimate is how long the same step took on this machine before, else the experiment's own guess for its
+points plus what the census, profile and stand-ins add to each."""
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from core import devices, experiments
+from core.measure import standin
+from core.params import ConfigError
+from core.store import results
+
+QUICK_CALIBRATION_BELOW_S = 20 * 60  # a shorter budget takes the quick calibration
+CALIBRATION_GUESS_S = {True: 30.0, False: 300.0}  # by quick: a calibration of one device never taken here
+INSPECTION_S = 3.0  # what the census and the profile add to a point, and a stand-in's census, when never run here
+CHECKS_S = {"cpu": 5.0, "gpu": 20.0}  # the checks, by whether a GPU is here
+ANSWER_S = 10.0  # the verdicts, the accuracy table and the bundle
+BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh])\s*$")
+UNIT_S = {"s": 1, "m": 60, "h": 3600}
+MIN_BUDGET_S, MAX_BUDGET_S = 60, 24 * 3600
+
+
+@dataclass
+class Step:
+    """One step: `key` names it in the doctor's state (a step done is not done again), `seconds` its estimate."""
+    key: str
+    title: str
+    seconds: float
+    kind: str                 # "calibrate" or "run"
+    experiment: str | None = None
+    preset: str | None = None
+    quick: bool = True        # a calibration's effort
+    claims: int = 0
+
+
+@dataclass
+class Plan:
+    budget_s: float
+    devices: list[str]
+    steps: list[Step] = field(default_factory=list)      # to run, in order
+    done: list[Step] = field(default_factory=list)       # done by an earlier doctor on this machine
+    left_out: list[Step] = field(default_factory=list)   # beyond this budget
+    fixed_s: float = 0.0                                  # the checks and the answer
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds for s in self.steps) + self.fixed_s
+
+    def text(self) -> str:
+        lines = [f"plan for {', '.join(self.devices)} within {duration(self.budget_s)} "
+                 f"(estimated {duration(self.seconds)}):"]
+        lines += [f"  {i}. {s.title}: about {duration(s.seconds)}" for i, s in enumerate(self.steps, 1)]
+        lines.append(f"  {len(self.steps) + 1}. the checks, this machine's verdicts and the cost model's accuracy, "
+                     f"the bundle: about {duration(self.fixed_s)}")
+        lines += [f"  done earlier: {s.title}" for s in self.done]
+        if self.left_out:
+            more = sum(s.seconds for s in self.left_out)
+            lines.append(f"  left for another run (about {duration(more)} more): "
+                         + "; ".join(s.title for s in self.left_out))
+        return "\n".join(lines)
+
+
+def parse_budget(text: str) -> float:
+    """'3m', '90s', '1.5h' in seconds; ConfigError naming --budget and the allowed forms and range."""
+    found = BUDGET.match(str(text)[:40])
+    if not found:
+        raise ConfigError("--budget", f"{str(text)[:40]!r} is not a duration; allowed: a number and s, m or h "
+                                      f"(90s, 3m, 1.5h), from 1m to 24h")
+    seconds = float(found[1]) * UNIT_S[found[2]]
+    if not MIN_BUDGET_S <= seconds <= MAX_BUDGET_S:
+        raise ConfigError("--budget", f"{text.strip()} is out of range; allowed: from 1m to 24h")
+    return seconds
+
+
+def make(budget_s: float, device_names: list[str], done_keys: set[str] = frozenset(),
+         records: list[dict] = None, profile: dict | None = None) -> Plan:
+    """The plan for `budget_s` on `device_names`, leaving out the steps in `done_keys`; ConfigError naming --budget
+    when not even the calibration and the checks fit."""
+    records = results.load_records() if records is None else records
+    gpu = any(devices.kind(d) == "cuda" for d in device_names)
+    plan = Plan(budget_s, device_names, fixed_s=CHECKS_S["gpu" if gpu else "cpu"] + ANSWER_S)
+    quick = budget_s < QUICK_CALIBRATION_BELOW_S
+    calibration = Step("calibrate" + ("-quick" if quick else ""),
+                       f"calibrate {', '.join(d for d in device_names if devices.kind(d) in ('cpu', 'cuda'))}"
+                       + (" (quick)" if quick else ""), calibration_seconds(device_names, quick, profile),
+                       "calibrate", quick=quick)
+    least = calibration.seconds * (calibration.key not in done_keys) + plan.fixed_s
+    if least > budget_s:
+        raise ConfigError("--budget", f"{duration(budget_s)} cannot hold even the calibration and the checks here "
+                                      f"(about {duration(least)}); allowed: at least {duration(least * 1.2)}")
+    runs = [run_step(name, "smoke", device_names, records) for name in experiments.registry()]
+    candidates = [calibration] + sorted(runs, key=lambda s: -s.claims / max(s.seconds, 1.0))
+    done_keys = set(done_keys) | {s.key for s in runs if _quick_key(s) in done_keys}  # quick covers smoke
+    left = budget_s - plan.fixed_s
+    for step in candidates:
+        if step.key in done_keys:
+            plan.done.append(step)
+        elif step.seconds <= left:
+            plan.steps.append(step)
+            left -= step.seconds
+        else:
+            plan.left_out.append(step)
+    _upgrade(plan, device_names, records, done_keys, left)
+    return plan
+
+
+def _upgrade(plan: Plan, device_names: list[str], records: list[dict], done_keys: set[str], left: float) -> None:
+    """Where the budget leaves room, an experiment's smoke step becomes its quick one, most claims per second
+    first."""
+    for i, step in sorted(enumerate(plan.steps), key=lambda p: -p[1].claims / max(p[1].seconds, 1.0)):
+        if step.kind != "run":
+            continue
+        quick = run_step(step.experiment, "quick", device_names, records)  # key: _quick_key(step)
+        if quick.key not in done_keys and quick.seconds - step.seconds <= left:
+            plan.steps[i] = quick
+            left -= quick.seconds - step.seconds
+
+
+def _quick_key(step: Step) -> str:
+    return f"run-{step.experiment}-quick"
+
+
+def run_step(name: str, preset: str, device_names: list[str], records: list[dict]) -> Step:
+    exp = experiments.get(name)
+    return Step(f"run-{name}-{preset}", f"{name} ({preset}) on {', '.join(device_names)}",
+                run_seconds(exp, preset, device_names, records), "run", name, preset, claims=len(exp.claims))
+
+
+def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) -> float:
+    """How long the experiment's preset took on these devices here last time, else its guess for the points plus
+    INSPECTION_S per point and per stand-in census."""
+    here = devices.fingerprint()["machine_id"]
+    took = [r for r in records if r["machine_id"] == here and r["experiment"] == exp.name and r["preset"] == preset
+            and r["status"] == "complete" and sorted(r.get("devices") or []) == sorted(device_names) and r.get("ended")]
+    if took:
+        latest = max(took, key=lambda r: r["started"])
+        return max((_time(latest["ended"]) - _time(latest["started"])).total_seconds(), 1.0)
+    config = exp.config(preset)
+    points = len(exp.plan(config, device_names))
+    stand_ins = 0 if all(map(devices.is_accelerator, device_names)) else len(standin.points(exp, config))
+    return sum(exp.estimate_seconds(config, d) for d in device_names) + INSPECTION_S * (points + stand_ins)
+
+
+def calibration_seconds(device_names: list[str], quick: bool, profile: dict | None) -> float:
+    """The last calibration of the same effort here, else CALIBRATION_GUESS_S per device calibrated."""
+    if profile and profile.get("quick") == quick and profile.get("seconds"):
+        return float(profile["seconds"])
+    calibrated = [d for d in device_names if devices.kind(d) in ("cpu", "cuda")]
+    return CALIBRATION_GUESS_S[quick] * len(calibrated)
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"

@@ -1,0 +1,179 @@
+"""The doctor: its plan within a budget, its checks' pass, fail and could-not-run, and a second doctor doing only what
+the first left."""
+import copy
+import json
+
+import pytest
+
+from core import devices, settings
+from core.commands.cli import main
+from core.doctor import checks, plan as planning, session
+from core.params import ConfigError
+from core.store import results
+
+GPU_MACHINE = "intel-r-xeon-r-processor-8e260d9d"  # a shipped machine whose calibration holds an H200
+CUDA = [d for d in devices.available() if devices.kind(d) == "cuda"]
+NEEDS_CUDA = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU: this check times and captures on one")
+
+
+@pytest.mark.parametrize("text, seconds", [("3m", 180), ("90s", 90), ("1.5h", 5400), (" 10m ", 600)])
+def test_a_budget_is_a_number_and_a_unit(text, seconds):
+    assert planning.parse_budget(text) == seconds
+
+
+@pytest.mark.parametrize("text, why", [("3", "not a duration"), ("soon", "not a duration"), ("10s", "out of range"),
+                                       ("25h", "out of range")])
+def test_a_bad_budget_names_the_field_and_what_is_allowed(text, why):
+    with pytest.raises(ConfigError, match=f"--budget.*{why}.*allowed"):
+        planning.parse_budget(text)
+
+
+def test_the_cli_refuses_a_bad_budget_in_one_line(capsys):
+    assert main(["doctor", "--budget", "tomorrow"]) == 2
+    assert capsys.readouterr().err.startswith("error: --budget: 'tomorrow' is not a duration")
+
+
+def test_a_budget_too_small_for_the_calibration_and_checks_is_said_up_front():
+    slow = {"quick": True, "seconds": 200.0}  # this machine's last quick calibration took 200 s
+    with pytest.raises(ConfigError, match=r"--budget: 3.0 min cannot hold even the calibration and the checks"):
+        planning.make(180, ["cpu"], records=[], profile=slow)
+
+
+def test_the_plan_calibrates_first_then_the_most_claims_per_second_within_the_budget():
+    plan = planning.make(180, ["cpu"], records=[], profile={"quick": True, "seconds": 20.0})
+    assert plan.steps[0].kind == "calibrate" and plan.steps[0].quick and plan.steps[0].seconds == 20.0
+    assert plan.seconds <= 180
+    runs = [s for s in plan.steps if s.kind == "run"]
+    rates = [s.claims / s.seconds for s in runs]
+    assert runs and all(s.preset in ("smoke", "quick") for s in runs)
+    assert {s.experiment for s in runs} | {s.experiment for s in plan.left_out} == set(planning.experiments.registry())
+    assert "left for another run" in plan.text() and "the checks" in plan.text()
+    assert rates or plan.left_out
+
+
+def test_a_long_budget_takes_the_full_calibration_and_quick_presets():
+    plan = planning.make(6 * 3600, ["cpu"], records=[], profile=None)
+    assert not plan.steps[0].quick and not plan.left_out
+    assert {s.preset for s in plan.steps if s.kind == "run"} == {"quick"}
+
+
+def test_a_gpu_machine_s_plan_measures_every_gpu_beside_its_cpu(monkeypatch):
+    monkeypatch.setattr(devices, "free_memory", lambda device: 80 * 2**30)
+    names = ["cpu", "cuda:0", "cuda:1"]
+    plan = planning.make(3600, names, records=[], profile=None)
+    assert plan.steps[0].title == "calibrate cpu, cuda:0, cuda:1"
+    assert all(s.title.endswith("on cpu, cuda:0, cuda:1") for s in plan.steps[1:])
+    assert plan.fixed_s == planning.CHECKS_S["gpu"] + planning.ANSWER_S
+
+
+def test_steps_done_before_are_not_planned_again():
+    first = planning.make(3600, ["cpu"], records=[], profile=None)
+    done = {first.steps[0].key, first.steps[1].key}
+    again = planning.make(3600, ["cpu"], done, records=[], profile=None)
+    done_first = [first.steps[0].kind, first.steps[1].experiment]  # the calibration, an experiment done at quick
+    assert [s.experiment or s.kind for s in again.done] == done_first
+    assert not set(done_first) & {s.experiment or s.kind for s in again.steps}
+
+
+def test_a_step_is_estimated_from_how_long_it_took_here_last_time():
+    here = devices.fingerprint()["machine_id"]
+    took = {"machine_id": here, "experiment": "matmul", "preset": "smoke", "status": "complete", "devices": ["cpu"],
+            "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:42+00:00"}
+    assert planning.run_step("matmul", "smoke", ["cpu"], [took]).seconds == 42
+
+
+# -- checks --------------------------------------------------------------------------------------------------------
+def test_the_training_loss_is_the_same_from_the_same_seed():
+    assert checks.training_loss("cpu", 5) == checks.training_loss("cpu", 5)
+    assert checks.training_loss("cpu", 5) > checks.training_loss("cpu", 50)  # it trains
+
+
+def test_same_losses_needs_a_second_device_and_compares_each_with_the_cpu(monkeypatch):
+    assert checks.same_losses(["cpu"]).status == checks.COULD_NOT
+    monkeypatch.setattr(devices, "kind", lambda d: "cuda" if d.startswith("cuda") else "cpu")
+    losses = {"cpu": 0.5, "cuda:0": 0.5, "cuda:1": 0.5}
+    monkeypatch.setattr(checks, "training_loss", lambda device, steps: losses[device])
+    assert checks.same_losses(["cpu", "cuda:0", "cuda:1"]).status == checks.PASS
+    losses["cuda:1"] = 0.51
+    found = checks.same_losses(["cpu", "cuda:0", "cuda:1"])
+    assert found.status == checks.FAIL and "on cuda:1" in found.detail
+
+
+def test_the_cuda_only_checks_say_why_they_could_not_run_here():
+    for check in (checks.graph_replay_moves_weights, checks.synchronised_clock):
+        found = check(["cpu"])
+        assert found.status == checks.COULD_NOT and "needs a CUDA GPU" in found.detail
+
+
+@NEEDS_CUDA
+def test_on_a_gpu_the_replay_moves_weights_and_the_sync_waits():
+    assert checks.graph_replay_moves_weights(["cpu", *CUDA]).status == checks.PASS
+    assert checks.synchronised_clock(["cpu", *CUDA]).status == checks.PASS
+    assert checks.same_losses(["cpu", *CUDA]).status == checks.PASS
+
+
+def _profiled(census: int, profiler: int) -> dict:
+    row = {"device": "cuda:0", "variant": "tuned", "params": {"batch_size": 16}, "status": "ok",
+           "census": {"kernels": census, "profiler_kernels": profiler, "kernel_difference": profiler - census,
+                      "top_by_count": [{"op": "aten.addmm", "count": 3}]}}
+    return {"experiment": "cnn", "rows": [row]}
+
+
+def test_census_against_profiler_passes_within_ten_percent_and_names_the_point_beyond():
+    assert checks.census_matches_profiler([]).status == checks.COULD_NOT
+    assert checks.census_matches_profiler([_profiled(95, 100)]).status == checks.PASS
+    found = checks.census_matches_profiler([_profiled(95, 100), _profiled(149, 37)])
+    assert found.status == checks.FAIL and "1 of 2 points" in found.detail
+    assert "census 149, profiler 37" in found.detail and "aten.addmm" in found.detail
+
+
+def _gpu_profile() -> dict:
+    path = settings.APP_ROOT / "results" / GPU_MACHINE / "calibration" / "profile.json"
+    return json.loads(path.read_text())
+
+
+def test_the_catalogue_check_passes_a_measured_h200_and_fails_a_figure_past_its_specification():
+    assert checks.catalogue_in_reason(None).status == checks.COULD_NOT
+    assert checks.catalogue_in_reason(_gpu_profile()).status == checks.PASS
+    inflated = copy.deepcopy(_gpu_profile())
+    inflated["gpus"]["cuda:0"]["memory_bandwidth"] *= 2
+    found = checks.catalogue_in_reason(inflated)
+    assert found.status == checks.FAIL and "memory_bandwidth" in found.detail
+
+
+def test_a_check_that_raises_is_a_fail_saying_what(monkeypatch):
+    def broken(names):
+        raise RuntimeError("the driver went away")
+    monkeypatch.setattr(checks, "same_losses", broken)
+    found = checks.all_checks(["cpu"], [], None)
+    assert found[0].status == checks.FAIL and "the driver went away" in found[0].detail
+    assert len(found) == 5
+
+
+# -- a doctor, cut and resumed ------------------------------------------------------------------------------------
+def _plan(experiment: str, budget_s: float) -> planning.Plan:
+    step = planning.Step(f"run-{experiment}-smoke", f"{experiment} (smoke) on cpu", 0.1, "run", experiment, "smoke")
+    return planning.Plan(budget_s, ["cpu"], steps=[step], fixed_s=1.0)
+
+
+@pytest.mark.full
+def test_a_doctor_cut_by_its_budget_keeps_its_points_and_the_next_one_does_what_is_left(results_dir, tmp_path):
+    bundle = tmp_path / "doctor.tar.gz"
+    cut = session.run(_plan("iris", 1.0 + 3.0), bundle, say=lambda line: None)  # three seconds of a half-minute run
+    assert cut["steps"]["run-iris-smoke"].startswith("cut by the budget")
+    [record] = results.load_records()
+    assert record["status"] == "cancelled" and "run-iris-smoke" not in session.done_steps()
+    done = session.run(_plan("matmul", 600.0), bundle, say=lambda line: None)
+    assert done["steps"]["run-matmul-smoke"].startswith("complete") and set(session.done_steps()) == {"run-matmul-smoke"}
+    assert bundle.exists() and done["bundle"] == str(bundle) and len(done["checks"]) == 5
+    again = planning.make(3600, ["cpu"], set(session.done_steps()), profile={"quick": True, "seconds": 5.0})
+    assert {s.experiment for s in again.done} == {"matmul"} and "iris" in {s.experiment for s in again.steps}
+
+
+def test_an_interrupted_doctor_says_so_and_writes_the_bundle_of_what_it_has(results_dir, tmp_path, monkeypatch):
+    def interrupted(step, names, say, progress):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(session, "_step", interrupted)
+    found = session.run(_plan("matmul", 600.0), tmp_path / "b.tar.gz", say=lambda line: None)
+    assert found["cut"] == "interrupted" and found["steps"]["run-matmul-smoke"].startswith("interrupted")
+    assert not found["checks"]
