@@ -6,7 +6,8 @@ import streamlit as st
 from core import devices, settings
 from core.report import bundles, machines
 from core.model import profiles
-from core.store import results
+from core.commands import jobs
+from core.store import results, runlock
 from ui import data
 from ui.router import require_router
 
@@ -75,6 +76,27 @@ for mid, fp in fingerprints.items():
                "by, beyond its dispatch")
     grid_table(profile, profiles.ATTENTION_FIGURES, "flash-attention blocks timed (query rows x key columns, at a head "
                "size): what the cost model prices F.scaled_dot_product_attention on this CPU by")
+
+if not settings.read_only():
+    st.subheader("Check this machine")
+    st.markdown("The doctor (`python -m core doctor`) spends a time budget where it tells most: it calibrates this "
+                "machine, measures each experiment on every device here (CPU and each GPU, same host), checks that "
+                "they agree, and gives every claim's verdict here and the cost model's accuracy here. What it "
+                "finishes is kept; a second check does what the first left. Have a GPU? This is how it counts.")
+    budget = st.select_slider("Budget", options=[3, 10, 30, 60], value=10, format_func=lambda m: f"{m} min")
+    if jobs.current():
+        st.info("A run is going on (see the sidebar): the check can start once it ends.")
+    elif st.button("Check this machine", icon=":material/stethoscope:"):
+        try:
+            jobs.start_doctor(budget * 60.0)
+        except (runlock.BusyError, settings.ReadOnlyError) as e:
+            st.error(str(e))
+        else:
+            st.rerun()
+    if jobs.doctor_bundle().exists():
+        st.download_button("Download the last check's bundle", jobs.doctor_bundle().read_bytes(),
+                           file_name=f"doctor-{here}.tar.gz", mime="application/gzip", on_click="ignore",
+                           icon=":material/download:")
 
 st.subheader("Runs")
 runs = results.runs_frame(records)

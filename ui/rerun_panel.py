@@ -206,7 +206,8 @@ def _follow(page: str | None) -> None:
         jobs.cancel()
         st.rerun(scope="fragment")
     if page is None:
-        st.page_link(f"pages/{job['experiment']}.py", label="Open its page", icon=":material/arrow_forward:")
+        target = "machines" if job["experiment"] == jobs.DOCTOR else job["experiment"]
+        st.page_link(f"pages/{target}.py", label="Open its page", icon=":material/arrow_forward:")
     else:
         with st.expander("Log"):
             st.code(jobs.log_tail(job["run_id"]) or "(starting)")

@@ -1,6 +1,8 @@
 """`python -m core doctor`: within a time budget, what this machine can tell: a plan first, then the calibration and
 each experiment's same-host points (core.doctor), the checks, every claim's verdict here, the cost model's accuracy
 here, and a bundle to import anywhere. Run again, it does what the last one left."""
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -29,13 +31,16 @@ def run(args) -> int:
     machine = devices.fingerprint()["machine_id"]
     output = Path(file_path(args.output, "--output")) if args.output else Path(f"doctor-{machine}.tar.gz")
     busy = runlock.holder()
-    if busy is not None:
+    if busy is not None and not os.environ.get(runlock.LOCK_FD_ENV):  # the app's job holds it for us
         raise runlock.BusyError(busy)
     if args.again:
         session.forget()
     the_plan = planning.make(budget, names, set(session.done_steps()), profile=profiles.load())
     print(the_plan.text(), flush=True)
-    outcome = session.run(the_plan, output, say=lambda line: print(line, flush=True))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # the app's cancel: as Ctrl-C, finished steps kept
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # the app's job starts it held back
+    inherited = os.environ.pop(runlock.LOCK_FD_ENV, None)
+    outcome = session.run(the_plan, output, say=lambda line: print(line, flush=True), inherited=inherited)
     print("-- verdicts on this machine")
     for name, verdict in session.verdicts_here():
         print(f"  {name}: {verdict.claim}: {verdict.outcome}" + (f" ({verdict.basis})" if verdict.basis else "")

@@ -31,9 +31,37 @@ def start(experiment: str, device_names: list[str], preset: str, overrides: dict
     info = {"run_id": run_id, "experiment": experiment, "devices": device_names, "preset": preset,
             "started": now(), "pid": None, "planned": planned,
             "record": str(settings.results_dir() / devices.fingerprint()["machine_id"] / f"{run_id}.json")}
+    command = [sys.executable, "-m", "core", "run", exp.name, "--preset", preset, "--run-id", run_id,
+               "--config-json", json.dumps(config)]
+    for d in device_names:
+        command += ["--device", d]
+    return _started(info, command, versions.run_environment(exp.malloc_mmap_threshold))
+
+
+def start_doctor(budget_s: float) -> dict:
+    """`python -m core doctor` within `budget_s` on every device here, as a background job with the run's
+    progress (each step's record in turn) and cancel; its bundle is DOCTOR_BUNDLE in this machine's folder."""
+    settings.require_writable("checking this machine")
+    names = devices.available()
+    run_id = results.new_run_id(DOCTOR)
+    info = {"run_id": run_id, "experiment": DOCTOR, "devices": names, "preset": f"{budget_s / 60:g} min",
+            "started": now(), "pid": None, "planned": 0, "record": None}
+    command = [sys.executable, "-m", "core", "doctor", "--budget", f"{budget_s:g}s", "-o", str(doctor_bundle())]
+    return _started(info, command, versions.run_environment(None))
+
+
+DOCTOR = "doctor"  # the job's "experiment": the doctor's steps are several
+
+
+def doctor_bundle() -> Path:
+    return settings.results_dir() / devices.fingerprint()["machine_id"] / ".doctor.tar.gz"
+
+
+def _started(info: dict, command: list[str], env: dict) -> dict:
+    """Take the machine's run lock, start `command` holding it, and publish its pid; returns `info`."""
     fd = runlock.acquire(info)
     try:
-        process = _spawn(exp, device_names, preset, config, run_id, fd)
+        process = _spawn(command, info["run_id"], fd, env)
     except BaseException:
         runlock.release(fd)
         raise
@@ -42,20 +70,16 @@ def start(experiment: str, device_names: list[str], preset: str, overrides: dict
         runlock.update(info)
     finally:
         os.close(fd)  # the child holds the lock from here on
-    threading.Thread(target=_reap, args=(process, run_id), name=f"reap {run_id}", daemon=True).start()
+    threading.Thread(target=_reap, args=(process, info["run_id"]), name=f"reap {info['run_id']}", daemon=True).start()
     return info
 
 
-def _spawn(exp, device_names, preset, config, run_id, lock_fd) -> subprocess.Popen:
+def _spawn(command: list[str], run_id: str, lock_fd: int, env: dict) -> subprocess.Popen:
     """The run's process, started with SIGTERM held back: a cancel sent before it has written its
     record waits until it has (core.measure.runner lets it through then)."""
-    command = [sys.executable, "-m", "core", "run", exp.name, "--preset", preset, "--run-id", run_id,
-               "--config-json", json.dumps(config)]
-    for d in device_names:
-        command += ["--device", d]
     logs = logs_dir()
     logs.mkdir(parents=True, exist_ok=True)
-    env = versions.run_environment(exp.malloc_mmap_threshold) | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"}
+    env = env | {LOCK_FD_ENV: str(lock_fd), "PYTHONUNBUFFERED": "1"}
     with open(logs / f"{run_id}.log", "w") as log:
         unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # the child inherits the mask
         try:

@@ -47,14 +47,16 @@ def forget() -> None:
     state_path().unlink(missing_ok=True)
 
 
-def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = print, progress=None) -> dict:
-    """Run the plan's steps, then the checks and the answer; returns {"steps": {key: outcome}, "checks": [...],
-    "bundle": path or None, "cut": why or None}. The bundle is written after every step."""
+def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = print, inherited: str = None) -> dict:
+    """Run the plan's steps under the run lock (`inherited`: the descriptor the app's job handed down), then the
+    checks; returns {"steps": {key: outcome}, "checks": [...], "bundle": path or None, "cut": why or None}. The
+    bundle is written after every step; the lock's description names the record of the step going on."""
     deadline = time.monotonic() + the_plan.budget_s - the_plan.fixed_s
     outcome = {"steps": {}, "checks": [], "bundle": None, "cut": None}
-    info = {"run_id": f"doctor-{results.now()}", "experiment": "doctor", "devices": the_plan.devices,
-            "preset": "doctor", "started": results.now(), "pid": os.getpid()}
-    lock = runlock.acquire(info)
+    info = {"run_id": results.new_run_id("doctor"), "experiment": "doctor", "devices": the_plan.devices,
+            "preset": f"{the_plan.budget_s / 60:g} min", "started": results.now(), "pid": os.getpid(), "record": None}
+    lock = runlock.adopt(inherited, info) if inherited else runlock.acquire(info)
+    info = runlock.holder() or info  # the app's job published its own description
     try:
         for step in the_plan.steps:
             if time.monotonic() + min(step.seconds, 5.0) > deadline:
@@ -63,7 +65,7 @@ def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = prin
             say(f"-- {step.title} (about {planning.duration(step.seconds)})")
             try:
                 with _until(deadline):
-                    outcome["steps"][step.key] = _step(step, the_plan.devices, say, progress)
+                    outcome["steps"][step.key] = _step(step, the_plan.devices, say, info)
             except OutOfBudget:
                 outcome["steps"][step.key] = "cut by the budget: its finished points are kept"
                 say(f"   {outcome['steps'][step.key]}")
@@ -83,16 +85,17 @@ def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = prin
     return outcome
 
 
-def _step(step: planning.Step, device_names: list[str], say, progress) -> str:
+def _step(step: planning.Step, device_names: list[str], say, info: dict) -> str:
     if step.kind == "calibrate":
         names = calibrate.devices_to_calibrate([d for d in device_names if devices.kind(d) == "cuda"] or None)
-        profile = calibrate.take(names, quick=step.quick, progress=progress is not None)
+        profile = calibrate.take(names, quick=step.quick, progress=False)
         path = profiles.save(profile)
         _remember(step.key, {"profile": str(path)})
         return f"calibrated in {profile['seconds']:.0f} s: {path}"
     exp = experiments.get(step.experiment)
     config = exp.config(step.preset)
     writer = results.RecordWriter(exp.name, step.preset, config, device_names)
+    runlock.update(info | {"record": str(writer.path), "planned": len(exp.plan(config, device_names))})
     say(f"   {writer.path}")
     status = runner.run(exp, config, device_names, writer, progress=_point_line(say))
     if status == "cancelled":
@@ -103,9 +106,10 @@ def _step(step: planning.Step, device_names: list[str], say, progress) -> str:
 
 
 def _point_line(say) -> Callable:
-    from core.commands.progress import point_outcome  # the CLI's own words for a point
-    return lambda i, total, point, row: say(f"   [{i}/{total}] {point.device} {point.variant} "
-                                            f"{results.point_text(point.params)}: {point_outcome(row)}")
+    def line(i: int, total: int, point, row: dict) -> None:
+        found = f"median {row['median']:.3g} s, n={row.get('n')}" if row["status"] == "ok" else row["status"]
+        say(f"   [{i}/{total}] {point.device} {point.variant} {results.point_text(point.params)}: {found}")
+    return line
 
 
 _OUT_OF_BUDGET = False

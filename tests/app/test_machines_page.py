@@ -121,3 +121,20 @@ def test_a_read_only_view_offers_the_download_but_no_upload(shipped_results, mon
     assert not at.exception
     assert at.download_button and not at.file_uploader
     assert "the upload below" not in page_text(at)
+
+
+def test_check_this_machine_starts_the_doctor_with_the_budget_picked(results_dir, monkeypatch):
+    from core.commands import jobs
+    started = []
+    monkeypatch.setattr(jobs, "start_doctor", started.append)
+    at = render("pages/machines.py")
+    assert "Check this machine" in [s.value for s in at.subheader]
+    at.select_slider[0].set_value(3).run()
+    next(b for b in at.button if b.label == "Check this machine").click().run()
+    assert not at.exception and started == [180.0]
+
+
+def test_read_only_offers_no_check(results_dir, monkeypatch):
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    at = render("pages/machines.py")
+    assert "Check this machine" not in [s.value for s in at.subheader] + [b.label for b in at.button]

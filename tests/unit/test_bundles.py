@@ -108,6 +108,19 @@ def test_the_cli_exports_and_imports_with_a_report_and_exit_status(source, resul
     assert err.startswith("error: not a Crossover bundle") and "Traceback" not in err
 
 
+def test_many_bundles_import_at_once_and_one_that_is_not_a_bundle_stops_only_itself(source, results_dir, tmp_path,
+                                                                                    monkeypatch, capsys):
+    monkeypatch.setenv(settings.RESULTS_ENV, str(source))
+    assert main(["export", "-o", str(tmp_path / "a.tar.gz"), "--experiment", "matmul"]) == 0
+    (tmp_path / "junk.tar.gz").write_bytes(b"not a bundle")
+    monkeypatch.setenv(settings.RESULTS_ENV, str(results_dir))
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "junk.tar.gz"), str(tmp_path / "a.tar.gz")]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith(f"{tmp_path / 'a.tar.gz'}: added 2, skipped 0, refused 0")
+    assert err.startswith(f"error: {tmp_path / 'junk.tar.gz'}: not a Crossover bundle")
+
+
 def test_import_is_refused_read_only(source, results_dir, monkeypatch, capsys):
     data, _ = bundles.export_bytes(results_dir=source)
     (results_dir.parent / "b.tar.gz").write_bytes(data)

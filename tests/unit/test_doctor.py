@@ -2,6 +2,7 @@
 the first left."""
 import copy
 import json
+import subprocess
 
 import pytest
 
@@ -171,9 +172,39 @@ def test_a_doctor_cut_by_its_budget_keeps_its_points_and_the_next_one_does_what_
 
 
 def test_an_interrupted_doctor_says_so_and_writes_the_bundle_of_what_it_has(results_dir, tmp_path, monkeypatch):
-    def interrupted(step, names, say, progress):
+    def interrupted(step, names, say, info):
         raise KeyboardInterrupt
     monkeypatch.setattr(session, "_step", interrupted)
     found = session.run(_plan("matmul", 600.0), tmp_path / "b.tar.gz", say=lambda line: None)
     assert found["cut"] == "interrupted" and found["steps"]["run-matmul-smoke"].startswith("interrupted")
     assert not found["checks"]
+
+
+def test_the_app_starts_the_doctor_with_its_bundle_in_the_machine_folder(results_dir, monkeypatch):
+    from core.commands import jobs
+    spawned = []
+
+    class Process:
+        pid = 4242
+
+        def wait(self):
+            return 0
+
+    def spawn(command, run_id, lock_fd, env):
+        spawned.append((command, env))
+        return Process()
+    monkeypatch.setattr(jobs, "_spawn", spawn)
+    info = jobs.start_doctor(180.0)
+    [(command, _)] = spawned
+    assert command[1:6] == ["-m", "core", "doctor", "--budget", "180s"] and command[-1] == str(jobs.doctor_bundle())
+    assert jobs.doctor_bundle().parent.name == devices.fingerprint()["machine_id"]
+    assert info["experiment"] == jobs.DOCTOR and info["pid"] == 4242
+
+
+def test_the_cluster_script_is_valid_bash_and_runs_the_doctor_into_bundles():
+    script = settings.APP_ROOT / "docs" / "doctor-slurm.sh"
+    checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    text = script.read_text()
+    assert "#SBATCH --array" not in text and "sbatch --array" in text  # the array's size is the caller's
+    assert "python -m core doctor --budget" in text and "python -m core import bundles/*.tar.gz" in text
