@@ -9,6 +9,7 @@ from datetime import datetime
 
 from core import devices, experiments
 from core.measure import standin
+from core.model import hardware
 from core.params import ConfigError
 from core.store import results
 
@@ -86,6 +87,8 @@ def make(budget_s: float, device_names: list[str], done_keys: set[str] = frozens
                        f"calibrate {', '.join(d for d in device_names if devices.kind(d) in ('cpu', 'cuda'))}"
                        + (" (quick)" if quick else ""), calibration_seconds(device_names, quick, profile),
                        "calibrate", quick=quick)
+    if _still_good(profile, device_names, quick):
+        done_keys = set(done_keys) | {calibration.key}
     least = calibration.seconds * (calibration.key not in done_keys) + plan.fixed_s
     if least > budget_s:
         raise ConfigError("--budget", f"{duration(budget_s)} cannot hold even the calibration and the checks here "
@@ -141,6 +144,19 @@ def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) 
     points = len(exp.plan(config, device_names))
     stand_ins = 0 if all(map(devices.is_accelerator, device_names)) else len(standin.points(exp, config))
     return sum(exp.estimate_seconds(config, d) for d in device_names) + INSPECTION_S * (points + stand_ins)
+
+
+def _still_good(profile: dict | None, device_names: list[str], quick: bool) -> bool:
+    """This machine's profile covers every device to calibrate, measures every figure calibrate measures now, and is
+    as thorough as the one planned (a full one is never replaced by a quick one)."""
+    if not profile or (profile.get("quick") and not quick):
+        return False
+    wanted = [d for d in device_names if devices.kind(d) in ("cpu", "cuda")]
+    try:
+        found = [hardware.from_profile(profile, d) for d in wanted]
+    except hardware.HardwareError:
+        return False
+    return not any(hardware.unmeasured(device) for device in found)
 
 
 def calibration_seconds(device_names: list[str], quick: bool, profile: dict | None) -> float:

@@ -87,7 +87,7 @@ def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = prin
 
 def _step(step: planning.Step, device_names: list[str], say, info: dict) -> str:
     if step.kind == "calibrate":
-        names = calibrate.devices_to_calibrate([d for d in device_names if devices.kind(d) == "cuda"] or None)
+        names = calibrate.devices_to_calibrate([d for d in device_names if devices.kind(d) in ("cpu", "cuda")] or None)
         profile = calibrate.take(names, quick=step.quick, progress=False)
         path = profiles.save(profile)
         _remember(step.key, {"profile": str(path)})

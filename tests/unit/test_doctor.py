@@ -208,3 +208,16 @@ def test_the_cluster_script_is_valid_bash_and_runs_the_doctor_into_bundles():
     text = script.read_text()
     assert "#SBATCH --array" not in text and "sbatch --array" in text  # the array's size is the caller's
     assert "python -m core doctor --budget" in text and "python -m core import bundles/*.tar.gz" in text
+
+
+def _shipped_profile(machine: str) -> dict:
+    return json.loads((settings.APP_ROOT / "results" / machine / "calibration" / "profile.json").read_text())
+
+
+def test_a_full_profile_of_every_figure_is_kept_and_never_replaced_by_a_quick_one():
+    full = _shipped_profile("amd-epyc-28e20464")  # a full calibration measuring every figure calibrate measures now
+    plan = planning.make(180, ["cpu"], records=[], profile=full)
+    assert [s.kind for s in plan.done] == ["calibrate"] and "calibrate" not in {s.kind for s in plan.steps}
+    assert planning.make(6 * 3600, ["cpu"], records=[], profile=full | {"quick": True}).steps[0].kind == "calibrate"
+    older = _shipped_profile("amd-epyc-34e468d3")  # taken before calibrate measured seven of its figures
+    assert planning.make(6 * 3600, ["cpu"], records=[], profile=older).steps[0].kind == "calibrate"
