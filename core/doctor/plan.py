@@ -132,14 +132,19 @@ def run_step(name: str, preset: str, device_names: list[str], records: list[dict
 
 
 def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) -> float:
-    """How long the experiment's preset took on these devices here last time, else its guess for the points plus
-    INSPECTION_S per point and per stand-in census."""
+    """How long the experiment's preset took on these devices here last time (a run cut short: scaled from the
+    points it finished to those it planned), else its guess for the points plus INSPECTION_S per point and per
+    stand-in census."""
     here = devices.fingerprint()["machine_id"]
     took = [r for r in records if r["machine_id"] == here and r["experiment"] == exp.name and r["preset"] == preset
-            and r["status"] == "complete" and sorted(r.get("devices") or []) == sorted(device_names) and r.get("ended")]
+            and r["status"] in ("complete", "cancelled") and r["rows"] and r.get("ended")
+            and sorted(r.get("devices") or []) == sorted(device_names)]
     if took:
         latest = max(took, key=lambda r: r["started"])
-        return max((_time(latest["ended"]) - _time(latest["started"])).total_seconds(), 1.0)
+        seconds = (_time(latest["ended"]) - _time(latest["started"])).total_seconds()
+        if latest["status"] != "complete":
+            seconds *= (latest["planned_points"] or len(latest["rows"])) / len(latest["rows"])
+        return max(seconds, 1.0)
     config = exp.config(preset)
     points = len(exp.plan(config, device_names))
     stand_ins = 0 if all(map(devices.is_accelerator, device_names)) else len(standin.points(exp, config))

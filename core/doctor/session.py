@@ -58,14 +58,17 @@ def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = prin
     lock = runlock.adopt(inherited, info) if inherited else runlock.acquire(info)
     info = runlock.holder() or info  # the app's job published its own description
     try:
-        for step in the_plan.steps:
-            if time.monotonic() + min(step.seconds, 5.0) > deadline:
-                outcome["steps"][step.key] = "left for another run: the budget ran out"
+        for step in the_plan.steps + the_plan.left_out:  # time the plan's steps leave takes what it left out
+            planned = step in the_plan.steps
+            if time.monotonic() + (min(step.seconds, 5.0) if planned else step.seconds) > deadline:
+                if planned:
+                    outcome["steps"][step.key] = "left for another run: the budget ran out"
                 continue
             say(f"-- {step.title} (about {planning.duration(step.seconds)})")
             try:
                 with _until(deadline):
                     outcome["steps"][step.key] = _step(step, the_plan.devices, say, info)
+                say(f"   {outcome['steps'][step.key]}")
             except OutOfBudget:
                 outcome["steps"][step.key] = "cut by the budget: its finished points are kept"
                 say(f"   {outcome['steps'][step.key]}")

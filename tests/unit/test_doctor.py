@@ -79,7 +79,7 @@ def test_steps_done_before_are_not_planned_again():
 def test_a_step_is_estimated_from_how_long_it_took_here_last_time():
     here = devices.fingerprint()["machine_id"]
     took = {"machine_id": here, "experiment": "matmul", "preset": "smoke", "status": "complete", "devices": ["cpu"],
-            "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:42+00:00"}
+            "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:42+00:00", "rows": [{}]}
     assert planning.run_step("matmul", "smoke", ["cpu"], [took]).seconds == 42
 
 
@@ -221,3 +221,11 @@ def test_a_full_profile_of_every_figure_is_kept_and_never_replaced_by_a_quick_on
     assert planning.make(6 * 3600, ["cpu"], records=[], profile=full | {"quick": True}).steps[0].kind == "calibrate"
     older = _shipped_profile("amd-epyc-34e468d3")  # taken before calibrate measured seven of its figures
     assert planning.make(6 * 3600, ["cpu"], records=[], profile=older).steps[0].kind == "calibrate"
+
+
+def test_a_step_cut_short_before_is_estimated_from_the_share_of_its_points_it_finished():
+    here = devices.fingerprint()["machine_id"]
+    cut = {"machine_id": here, "experiment": "tabnet", "preset": "quick", "status": "cancelled", "devices": ["cpu"],
+           "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:30+00:00", "planned_points": 8,
+           "rows": [{}, {}]}
+    assert planning.run_step("tabnet", "quick", ["cpu"], [cut]).seconds == 120
