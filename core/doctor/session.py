@@ -55,8 +55,11 @@ def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = prin
     outcome = {"steps": {}, "checks": [], "bundle": None, "cut": None}
     info = {"run_id": results.new_run_id("doctor"), "experiment": "doctor", "devices": the_plan.devices,
             "preset": f"{the_plan.budget_s / 60:g} min", "started": results.now(), "pid": os.getpid(), "record": None}
-    lock = runlock.adopt(inherited, info) if inherited else runlock.acquire(info)
-    info = runlock.holder() or info  # the app's job published its own description
+    if inherited:  # the app's job published its description (its run id names the log the app shows)
+        info = runlock.holder() or info
+        lock = runlock.adopt(inherited, info)
+    else:
+        lock = runlock.acquire(info)
     try:
         for step in the_plan.steps + the_plan.left_out:  # time the plan's steps leave takes what it left out
             planned = step in the_plan.steps
