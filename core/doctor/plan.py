@@ -15,7 +15,9 @@ from core.store import results
 
 QUICK_CALIBRATION_BELOW_S = 20 * 60  # a shorter budget takes the quick calibration
 CALIBRATION_GUESS_S = {True: 30.0, False: 300.0}  # by quick: a calibration of one device never taken here
-INSPECTION_S = 3.0  # what the census and the profile add to a point, and a stand-in's census, when never run here
+# What the census and the profile add to a point, and what a stand-in's census takes, when never run here (the
+# smoke presets on a 2-core VM: 2-4 s and about 1 s)
+INSPECTION_S, STANDIN_S = 3.0, 1.0
 CHECKS_S = {"cpu": 5.0, "gpu": 20.0}  # the checks, by whether a GPU is here
 ANSWER_S = 10.0  # the verdicts, the accuracy table and the bundle
 BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh])\s*$")
@@ -133,8 +135,8 @@ def run_step(name: str, preset: str, device_names: list[str], records: list[dict
 
 def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) -> float:
     """How long the experiment's preset took on these devices here last time (a run cut short: scaled from the
-    points it finished to those it planned), else its guess for the points plus INSPECTION_S per point and per
-    stand-in census."""
+    points it finished to those it planned), else its guess for the points plus INSPECTION_S per point and STANDIN_S
+    per stand-in census."""
     here = devices.fingerprint()["machine_id"]
     took = [r for r in records if r["machine_id"] == here and r["experiment"] == exp.name and r["preset"] == preset
             and r["status"] in ("complete", "cancelled") and r["rows"] and r.get("ended")
@@ -148,7 +150,7 @@ def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) 
     config = exp.config(preset)
     points = len(exp.plan(config, device_names))
     stand_ins = 0 if all(map(devices.is_accelerator, device_names)) else len(standin.points(exp, config))
-    return sum(exp.estimate_seconds(config, d) for d in device_names) + INSPECTION_S * (points + stand_ins)
+    return sum(exp.estimate_seconds(config, d) for d in device_names) + INSPECTION_S * points + STANDIN_S * stand_ins
 
 
 def _still_good(profile: dict | None, device_names: list[str], quick: bool) -> bool:
