@@ -86,7 +86,7 @@ def test_a_step_is_estimated_from_how_long_it_took_here_last_time():
 # -- checks --------------------------------------------------------------------------------------------------------
 def test_the_training_loss_is_the_same_from_the_same_seed():
     assert checks.training_loss("cpu", 5) == checks.training_loss("cpu", 5)
-    assert checks.training_loss("cpu", 5) > checks.training_loss("cpu", 50)  # it trains
+    assert checks.training_loss("cpu", 5) > checks.training_loss("cpu", 20)  # it trains
 
 
 def test_same_losses_needs_a_second_device_and_compares_each_with_the_cpu(monkeypatch):
