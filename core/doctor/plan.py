@@ -113,14 +113,17 @@ def make(budget_s: float, device_names: list[str], done_keys: set[str] = frozens
 
 def _upgrade(plan: Plan, device_names: list[str], records: list[dict], done_keys: set[str], left: float) -> None:
     """Where the budget leaves room, an experiment's smoke step becomes its quick one, most claims per second
-    first."""
-    for i, step in sorted(enumerate(plan.steps), key=lambda p: -p[1].claims / max(p[1].seconds, 1.0)):
+    first; the quick steps go after every smoke step (an estimate too low then costs only the quick ones)."""
+    upgraded = []
+    for step in sorted(plan.steps, key=lambda s: -s.claims / max(s.seconds, 1.0)):
         if step.kind != "run":
             continue
-        quick = run_step(step.experiment, "quick", device_names, records)  # key: _quick_key(step)
+        quick = run_step(step.experiment, "quick", device_names, records)
         if quick.key not in done_keys and quick.seconds - step.seconds <= left:
-            plan.steps[i] = quick
+            upgraded.append((step, quick))
             left -= quick.seconds - step.seconds
+    replaced = {smoke.key for smoke, _ in upgraded}
+    plan.steps = [s for s in plan.steps if s.key not in replaced] + [quick for _, quick in upgraded]
 
 
 def _quick_key(step: Step) -> str:

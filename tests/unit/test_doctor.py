@@ -229,3 +229,9 @@ def test_a_step_cut_short_before_is_estimated_from_the_share_of_its_points_it_fi
            "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:30+00:00", "planned_points": 8,
            "rows": [{}, {}]}
     assert planning.run_step("tabnet", "quick", ["cpu"], [cut]).seconds == 120
+
+
+def test_the_quick_steps_come_after_every_smoke_step():
+    plan = planning.make(3600, ["cpu"], records=[], profile=None)
+    presets = [s.preset for s in plan.steps if s.kind == "run"]
+    assert "quick" in presets and presets == sorted(presets, key=lambda p: p == "quick")
