@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 from core import devices, settings
-from core.commands.run import _devices
+from core.commands.run import chosen_devices
 from core.doctor import plan as planning, session
 from core.model import profiles
 from core.params import file_path
-from core.store import runlock
+from core.store import results, runlock
 
 
 def register(sub) -> None:
@@ -27,7 +27,7 @@ def register(sub) -> None:
 def run(args) -> int:
     settings.require_writable("the doctor")
     budget = planning.parse_budget(args.budget)
-    names = _devices(args.device)
+    names = chosen_devices(args.device)
     machine = devices.fingerprint()["machine_id"]
     output = Path(file_path(args.output, "--output")) if args.output else Path(f"doctor-{machine}.tar.gz")
     busy = runlock.holder()
@@ -41,15 +41,16 @@ def run(args) -> int:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # the app's job starts it held back
     inherited = os.environ.pop(runlock.LOCK_FD_ENV, None)
     outcome = session.run(the_plan, output, say=lambda line: print(line, flush=True), inherited=inherited)
+    records = results.load_records()  # once, for the verdicts and the accuracy
     print("-- verdicts on this machine")
-    for name, verdict in session.verdicts_here():
+    for name, verdict in session.verdicts_here(records):
         print(f"  {name}: {verdict.claim}: {verdict.outcome}" + (f" ({verdict.basis})" if verdict.basis else "")
               + (f": {verdict.finding}" if verdict.finding else ""))
     print("-- the cost model, predicted against measured here")
-    for line in session.accuracy_here():
+    for line in session.accuracy_here(records):
         print(f"  {line}")
     print(f"bundle: {outcome['bundle']} (python -m core import {outcome['bundle']} on any Crossover)"
-          if outcome["bundle"] else "bundle: none written (nothing measured here yet)")
+          if outcome["bundle"] else "bundle: none written (nothing of this machine's to bundle yet, or the disk refused it: see above)")
     if outcome["cut"]:
         print("interrupted: what finished is kept; run `python -m core doctor` again to do the rest", file=sys.stderr)
         return 130

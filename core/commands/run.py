@@ -32,7 +32,7 @@ def run(args) -> int:
     if both:
         raise ConfigError(both[0], "given both in --config-json and with --set; allowed: one of them")
     config = exp.config(args.preset, given | typed)
-    names = _devices(args.device)
+    names = chosen_devices(args.device)
     planned = len(exp.plan(config, names))
     writer = results.RecordWriter(exp.name, args.preset, config, names, run_id=args.run_id)
     with files.said(runlock.paths()[1]):  # a full disk or a read-only folder, in words
@@ -61,7 +61,7 @@ def parse_overrides(exp, pairs: list[str]) -> dict:
     return overrides
 
 
-def _devices(given: list[str] | None) -> list[str]:
+def chosen_devices(given: list[str] | None) -> list[str]:
     """The devices named (each once, in the order first given), or every device here."""
     if not given:
         return devices.available()

@@ -86,6 +86,7 @@ def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = prin
             outcome["checks"] = checks.all_checks(the_plan.devices, this_machines_records(), profiles.load())
             for check in outcome["checks"]:
                 say(check.text())
+            outcome["bundle"] = _bundle(output, say)  # also when every step was done by an earlier doctor
     finally:
         runlock.release(lock)
     return outcome
@@ -161,10 +162,9 @@ def _bundle(output: Path, say) -> str | None:
     return None
 
 
-def verdicts_here() -> list[tuple[str, object]]:
+def verdicts_here(records: list[dict]) -> list[tuple[str, object]]:
     """(experiment, verdict) for every claim, from this machine's records alone."""
     here = devices.fingerprint()["machine_id"]
-    records = results.load_records()
     found = []
     for name, exp in experiments.registry().items():
         rows = results.rows_frame(records, name)
@@ -173,10 +173,10 @@ def verdicts_here() -> list[tuple[str, object]]:
     return found
 
 
-def accuracy_here() -> list[str]:
+def accuracy_here(records: list[dict]) -> list[str]:
     """The cost model against this machine's measured points, a line per device with its worst point."""
     here = devices.fingerprint()["machine_id"]
-    frame = predictions.accuracy(results.load_records())
+    frame = predictions.accuracy(records)
     frame = frame[frame["machine_id"] == here]
     if frame.empty:
         return ["no measured point with a census and a calibrated profile here yet to check the cost model against"]
