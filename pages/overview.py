@@ -3,7 +3,7 @@ import streamlit as st
 from core import devices, experiments, settings
 from core.report import overview, single_file
 from core.predict import writeups
-from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, TOO_CLOSE
 from core.present.charts import ratio_dots
 from ui import data
 from ui.router import page_file, require_router, without_page
@@ -45,7 +45,8 @@ def _tally(verdicts) -> str:
     machines: ...' where several machines have results)."""
     claims, machines = verdicts["claim"].nunique(), verdicts["machine_id"].nunique()
     counts = verdicts["outcome"].value_counts()
-    said = {REPRODUCED: "reproduced", NOT_REPRODUCED: "not reproduced", ESTIMATED: "estimated",
+    said = {REPRODUCED: "reproduced", NOT_REPRODUCED: "not reproduced", TOO_CLOSE: "too close to call",
+            ESTIMATED: "estimated",
             NEEDS_GPU: "need a GPU", NO_DATA: "no data yet"}
     parts = [f"{MARKS.get(outcome, UNKNOWN_MARK)} {counts[outcome]} {words}" for outcome, words in said.items()
              if outcome in counts]
@@ -83,7 +84,8 @@ def verdict_matrix(matrix) -> None:
     st.markdown(overview.markdown_table(table))
     predicted = ("The last column is the cost model's answer for the write-up's GPU (predicted from a census of the "
                  "workload, not measured). " if overview.PREDICTED_COLUMN in table else "")
-    st.caption(f"{MARKS[REPRODUCED]} reproduced · {MARKS[NOT_REPRODUCED]} not reproduced · {MARKS[ESTIMATED]} "
+    st.caption(f"{MARKS[REPRODUCED]} reproduced · {MARKS[NOT_REPRODUCED]} not reproduced · {MARKS[TOO_CLOSE]} too "
+               f"close to call (the figure's 95% interval straddles the claim's threshold) · {MARKS[ESTIMATED]} "
                f"estimated (rests on an extrapolation or a fit) · {MARKS[NEEDS_GPU]} needs a GPU · {MARKS[NO_DATA]} "
                "no data there. Each machine's column rests on the latest complete run of each preset there. "
                f"{predicted}Each experiment's page has the verdicts in full.")

@@ -107,7 +107,7 @@ def _estimate(exp: Experiment, preset: str, config: dict, picked: list[str]) -> 
     """The last complete run of the preset here, where there is one (what a run really takes); and the guess from
     the timed work alone, which leaves out each point's census, profile and GPU stand-in census (most of a smoke
     run)."""
-    guess = rough_duration(sum(exp.estimate_seconds(config, d) for d in picked))
+    guess = rough_duration(sum(exp.run_estimate(config, d) for d in picked))
     last = _last_complete(exp.name, preset)
     timed = f"the timed work alone: {guess}, before each point's census, profile and stand-in census"
     if last is not None:

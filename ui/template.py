@@ -11,14 +11,14 @@ import streamlit as st
 from core import devices, experiments, published as published_figures, settings
 from core.store import runs
 from core.present import tables
-from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, Verdict
+from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, TOO_CLOSE, Verdict
 from ui import data, predicted, run_picker
 from ui.rerun_panel import rerun_panel
 from ui.router import require_router
 from ui.time_breakdown import where_time_goes
 
 MARKS = {REPRODUCED: ":green[:material/check_circle:]", NOT_REPRODUCED: ":red[:material/cancel:]",
-         ESTIMATED: ":blue[:material/query_stats:]", NEEDS_GPU: ":orange[:material/hourglass_empty:]",
+         ESTIMATED: ":blue[:material/query_stats:]", TOO_CLOSE: ":violet[:material/balance:]", NEEDS_GPU: ":orange[:material/hourglass_empty:]",
          NO_DATA: ":gray[:material/help:]"}
 WOULD = {REPRODUCED: "would be reproduced", NOT_REPRODUCED: "would not be reproduced"}  # a predicted leaning
 # Sentences of a verdict's finding that the verdict column already says.
@@ -70,11 +70,12 @@ def verdict_table(found: list[Verdict]) -> str:
     """The verdicts as a markdown table: the claim, the published figure, the verdict and its mark, what we found
     (its first sentence the verdict does not already say) and, where no GPU measured, the predicted answer."""
     predicted_column = any(v.prediction for v in found)
-    head = ["Claim", "Published", "Verdict", "What we found"] + (["Predicted on a GPU"] if predicted_column else [])
+    head = ["Claim", "Published", "Verdict", "Figure decided on (95% CI)", "What we found"] + (
+        ["Predicted on a GPU"] if predicted_column else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in found:
         cells = [_small(v.claim), _small(v.published or "—"),
-                 f"{_mark(v.outcome)}&nbsp;{_small(f'**{v.outcome}**{rests_on(v)}')}",
+                 f"{_mark(v.outcome)}&nbsp;{_small(f'**{v.outcome}**{rests_on(v)}')}", _small(v.interval or "—"),
                  _small(short_finding(v.finding or v.evidence))]
         if predicted_column:
             cells.append(f"{_mark(v.leaning)}&nbsp;{_small(WOULD[v.leaning])}" if v.leaning in WOULD else "—")

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from tqdm import tqdm
 
 from core.measure import breakdown, census
+from core.present import stats
 from core.present.tables import seconds_text
 from core.store import results
 
@@ -83,7 +84,16 @@ def point_outcome(row: dict) -> str:
               if per_call > 1 else "")
     spread = f"IQR {row['iqr'] / row['median']:.0%}" if row["iqr"] is not None and row["median"] > 0 else "one sample"
     return (f"median {seconds_text(results.per_unit(row['median'], per_call))} per {row['unit']} "
-            f"({sample}{spread}, n={row['n']}{', noisy' if row['noisy'] else ''})")
+            f"({median_range(row)}{sample}{spread}, n={row['n']}{', noisy' if row['noisy'] else ''})")
+
+
+def median_range(row: dict) -> str:
+    """'95% CI 128–140 ms; ' per unit, from the row's samples (nothing with fewer than two)."""
+    if len(row.get("samples") or ()) < 2:
+        return ""
+    found = stats.median_interval(row["samples"])
+    per_call = row["per_call"] or 1
+    return f"95% CI {seconds_text(found.low / per_call)}–{seconds_text(found.high / per_call)}; "
 
 
 def inspection_text(row: dict) -> str:

@@ -153,7 +153,7 @@ def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) 
     config = exp.config(preset)
     points = len(exp.plan(config, device_names))
     stand_ins = 0 if all(map(devices.is_accelerator, device_names)) else len(standin.points(exp, config))
-    return sum(exp.estimate_seconds(config, d) for d in device_names) + INSPECTION_S * points + STANDIN_S * stand_ins
+    return sum(exp.run_estimate(config, d) for d in device_names) + INSPECTION_S * points + STANDIN_S * stand_ins
 
 
 def _still_good(profile: dict | None, device_names: list[str], quick: bool) -> bool:

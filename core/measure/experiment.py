@@ -1,13 +1,19 @@
 """The experiment contract: what every experiment declares (parameters, presets, variants), the points it
 measures and the workload of each point. What its page shows (claims, tables, charts, prose) is
 core.present.presented's; an experiment's package (core/experiments/<name>/) binds the two."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core import devices
 from core.measure import timing
 from core.params import PRESETS, ConfigError, Param, shown
 
+DEFAULT_THREADS, CORES, MAX_THREADS = "default", "cores", 1024
+CPU_THREADS = Param("cpu_threads", str, (DEFAULT_THREADS,), "intra-op thread settings each CPU point is timed at: "
+                    f"{DEFAULT_THREADS} (torch's, as the write-ups ran), {CORES} (the physical cores) or a number of "
+                    "threads; a verdict compares a GPU with the first and with the fastest", many=True)
+# An expert's CPU baseline beside the write-up's: one thread, the physical cores, torch's default (issue 45).
+THREAD_SWEEP = {"quick": ("default", "1", "cores"), "paper": ("default", "1", "cores")}
 
 
 @dataclass(frozen=True)
@@ -20,14 +26,39 @@ class Variant:
 
 @dataclass(frozen=True)
 class Point:
-    """One measurement to take: a device, a variant and the swept parameters."""
+    """One measurement to take: a device, a variant and the swept parameters; on the CPU, the intra-op
+    `threads` it is timed at (None: torch's, as they are) and the setting they came from."""
     device: str
     variant: str
     params: dict = field(default_factory=dict)
+    threads: int | None = None
+    threads_setting: str = DEFAULT_THREADS
 
     def describe(self) -> str:
         swept = " ".join(f"{k}={v}" for k, v in self.params.items())
-        return f"{self.device} {self.variant} {swept}".strip()
+        threads = f" threads={self.threads}" if self.threads_setting != DEFAULT_THREADS else ""
+        return f"{self.device} {self.variant} {swept}{threads}".strip()
+
+
+def thread_counts(settings: tuple[str, ...]) -> dict[str, int]:
+    """Each CPU thread setting's intra-op thread count, a count measured once: 'default' (torch's, which the
+    write-ups ran), 'cores' (the physical cores) or a number; 'default' is kept where another gives its count."""
+    machine = devices.fingerprint()
+    named = {DEFAULT_THREADS: machine["torch_threads"], CORES: machine.get("cpu_physical_cores") or machine["torch_threads"]}
+    counts: dict[str, int] = {}
+    for setting in sorted(settings, key=lambda s: s != DEFAULT_THREADS):
+        count = named.get(setting) or int(setting)
+        if count not in counts.values():
+            counts[setting] = count
+    return counts
+
+
+def check_thread_settings(settings: tuple[str, ...]) -> None:
+    for setting in settings:
+        if setting not in (DEFAULT_THREADS, CORES) and not (setting.isdigit() and 1 <= int(setting) <= MAX_THREADS):
+            raise ConfigError("cpu_threads", f"{shown(setting)} is not a thread setting; allowed: {DEFAULT_THREADS} "
+                                             f"(torch's), {CORES} (the physical cores) or a whole number from 1 to "
+                                             f"{MAX_THREADS}")
 
 
 class SkipPoint(Exception):
@@ -104,7 +135,8 @@ class Experiment:
     # -- configuration -------------------------------------------------------------------------
     def all_params(self) -> tuple[Param, ...]:
         names = tuple(v.name for v in self.variants)
-        return self.params + (Param("variants", str, names, "which variants to run", choices=names, many=True),)
+        return self.params + (CPU_THREADS, Param("variants", str, names, "which variants to run", choices=names,
+                                                 many=True))
 
     def param(self, name: str) -> Param:
         for p in self.all_params():
@@ -117,11 +149,13 @@ class Experiment:
         """The preset's values with `overrides` applied, each checked; raises ConfigError."""
         if preset not in PRESETS:
             raise ConfigError("preset", f"{shown(preset)} is not one of {', '.join(PRESETS)}")
-        values = {p.name: p.default for p in self.all_params()} | self.presets.get(preset, {})
+        values = ({p.name: p.default for p in self.all_params()} | {CPU_THREADS.name: THREAD_SWEEP.get(preset, CPU_THREADS.default)}
+                  | self.presets.get(preset, {}))
         for name, value in (overrides or {}).items():
             self.param(name)
             values[name] = value
         checked = {p.name: p.check(values[p.name]) for p in self.all_params()}
+        check_thread_settings(checked[CPU_THREADS.name])
         self.validate(checked)
         return checked
 
@@ -137,14 +171,23 @@ class Experiment:
         raise NotImplementedError
 
     def plan(self, config: dict, device_names: list[str]) -> list[Point]:
-        """Every point on every device; ConfigError when the chosen variants leave none."""
-        points = [p for d in device_names for p in self.points(config, d)]
+        """Every point on every device, a CPU point once per thread setting (core.measure.experiment.thread_counts);
+        ConfigError when the chosen variants leave none."""
+        points = [p for d in device_names for p in self.at_thread_settings(self.points(config, d), config)]
         if points:
             return points
         cannot = "; ".join(f"{d} cannot run {', '.join(config['variants'])} (it runs "
                            f"{', '.join(v.name for v in self.variants if devices.plays(d) in v.kinds) or 'nothing'})"
                            for d in device_names)
         raise ConfigError("variants", f"no point to measure: {cannot}")
+
+    @staticmethod
+    def at_thread_settings(points: list[Point], config: dict) -> list[Point]:
+        """Each CPU point at each thread setting, the default first; other devices' points as they are."""
+        counts = thread_counts(config.get(CPU_THREADS.name, CPU_THREADS.default))
+        return [replace(p, threads=count if setting != DEFAULT_THREADS else None, threads_setting=setting)
+                for p in points for setting, count in (counts.items() if devices.kind(p.device) == "cpu"
+                                                      else [(DEFAULT_THREADS, None)])]
 
     def workload(self, point: Point, config: dict, run: RunState) -> timing.Workload:
         """The work of one point, for the runner to time. Raise SkipPoint to skip it with a reason."""
@@ -153,3 +196,8 @@ class Experiment:
     def estimate_seconds(self, config: dict, device: str) -> float:
         """A rough guess of the run's wall time on this device, shown before a run as an estimate."""
         return 5.0 * len(self.points(config, device))
+
+    def run_estimate(self, config: dict, device: str) -> float:
+        """estimate_seconds with each thread setting of a CPU (every setting is a run of the points again)."""
+        settings = len(thread_counts(config.get(CPU_THREADS.name, CPU_THREADS.default))) if devices.kind(device) == "cpu" else 1
+        return settings * self.estimate_seconds(config, device)

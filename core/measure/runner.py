@@ -12,7 +12,7 @@ import torch
 
 from core import devices, settings
 from core.measure import breakdown, census, standin, timing
-from core.measure.experiment import Experiment, Point, RunState, SkipPoint
+from core.measure.experiment import DEFAULT_THREADS, Experiment, Point, RunState, SkipPoint
 from core.store import files
 from core.store.results import RecordWriter
 
@@ -26,24 +26,34 @@ def _raise_cancelled(signum, frame):
     raise Cancelled()
 
 
+AT_DEFAULT_ONLY = "taken at the default threads only"
 # A sample longer than this is neither censused nor profiled: each would add more than this to the run.
 INSPECT_LIMIT_S = 10.0
 
 
 def measure_point(experiment: Experiment, point: Point, config: dict, state: RunState = None,
                   files: Path = None, stem: str = "point") -> dict:
-    """Time one point into a row. With `files` (a folder), also take the census of one sample and the
-    profiler's breakdown, whose trace and operator table are written there as `stem`.*."""
-    row = {"device": point.device, "variant": point.variant, "params": point.params, "status": "ok"}
+    """Time one point into a row, at the point's CPU threads and, on a GPU, in FP32 unless the workload allows
+    TF32 (core.measure.timing.precision), recording both. With `files` (a folder), also take the census of one
+    sample and the profiler's breakdown at the default threads, whose trace and operator table are written there
+    as `stem`.*."""
+    row = {"device": point.device, "variant": point.variant, "params": point.params, "status": "ok",
+           "threads_setting": point.threads_setting}
     try:
         workload = experiment.workload(point, config, state or RunState())
+        if point.threads:
+            workload.threads = point.threads
         row.update(unit=workload.unit, per_call=workload.per_call,
-                   torch_threads=workload.threads or torch.get_num_threads())
-        measurement = timing.run(workload, point.device)
-        row.update(measurement.to_dict(),
-                   metrics=workload.metrics | (workload.finish(measurement) if workload.finish else {}))
-        if files:
-            row.update(inspect(workload, point.device, measurement, files, stem))
+                   torch_threads=workload.threads or torch.get_num_threads(),
+                   **(timing.precision_flags(workload) if devices.is_accelerator(point.device) else {}))
+        with timing.precision(workload):
+            measurement = timing.run(workload, point.device)
+            row.update(measurement.to_dict(),
+                       metrics=workload.metrics | (workload.finish(measurement) if workload.finish else {}))
+            if files and point.threads_setting == DEFAULT_THREADS:
+                row.update(inspect(workload, point.device, measurement, files, stem))
+            elif files:  # threads change the time, not the operations: the default's census and profile stand
+                row.update(census={"skipped": AT_DEFAULT_ONLY}, breakdown={"skipped": AT_DEFAULT_ONLY})
     except SkipPoint as skip:
         row.update(status="skipped", error=str(skip), metrics=skip.metrics)
     except (RuntimeError, MemoryError) as e:

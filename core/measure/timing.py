@@ -71,7 +71,8 @@ class Workload:
     would overrun it. `prewarmed` says the experiment already warmed the call up (a probe), so samples
     taken with no warm-up of their own are not `cold`. With `hooks`, the call receives a `Stopwatch`,
     marks laps at its own hooks (a library's callbacks) and closes the samples. `finish` turns the measurement into metrics
-    (untimed: losses, correctness); `metrics` are known before timing. `untraced` says why the call's
+    (untimed: losses, correctness); `metrics` are known before timing. On a GPU the call runs in FP32 with cuDNN's
+    algorithm search off unless `tf32` or `cudnn_benchmark` say otherwise (a tuned variant that says so). `untraced` says why the call's
     work is invisible to PyTorch's dispatcher and profiler (numpy), so no census or profile is taken."""
     call: Callable
     unit: str
@@ -84,6 +85,8 @@ class Workload:
     prewarmed: bool = False
     hooks: bool = False
     threads: int | None = None
+    tf32: bool = False
+    cudnn_benchmark: bool = False
     finish: Callable[[Measurement], dict] | None = None
     metrics: dict = field(default_factory=dict)
     untraced: str | None = None
@@ -163,6 +166,26 @@ def intra_op_threads(threads: int | None):
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def precision_flags(workload: Workload) -> dict:
+    """What a GPU row records of its precision: TF32 in matmuls and in cuDNN, and cuDNN's benchmark mode."""
+    return {"tf32_matmul": workload.tf32, "tf32_cudnn": workload.tf32, "cudnn_benchmark": workload.cudnn_benchmark}
+
+
+@contextmanager
+def precision(workload: Workload):
+    """Run with TF32 (matmul and cuDNN) and cuDNN's benchmark mode as the workload says, then restore: cuDNN
+    allows TF32 by default, which would compare a GPU's TF32 with a CPU's FP32."""
+    flags = (torch.backends.cuda.matmul, "allow_tf32"), (torch.backends.cudnn, "allow_tf32"), (torch.backends.cudnn, "benchmark")
+    before = [getattr(owner, name) for owner, name in flags]
+    for (owner, name), value in zip(flags, (workload.tf32, workload.tf32, workload.cudnn_benchmark)):
+        setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        for (owner, name), value in zip(flags, before):
+            setattr(owner, name, value)
 
 
 def run(workload: Workload, device: str, sync: Callable[[str], None] = None) -> Measurement:

@@ -3,22 +3,31 @@ which points to compare, CPU-accelerator pairs, speedups, crossovers, and claims
 
 The pairing rule: a point on an accelerator is compared with the same point (variant and swept
 parameters) on the CPU of the same machine, measured with the same configuration, taking each from
-the latest complete run unless a run is chosen."""
+the latest complete run unless a run is chosen. The CPU's baseline is the write-up's, torch's default
+intra-op threads; where other thread settings were measured, the fastest of them is carried beside it
+(`cpu_best_*`), so a verdict can name both.
+
+A claim's figure carries its 95% confidence interval (core.present.stats); a claim whose interval
+straddles its threshold is too close to call, whatever side its median falls on."""
 from dataclasses import dataclass
 from typing import Callable
 
 import pandas as pd
 
 from core import devices, settings
+from core.present import stats
+from core.present.stats import Interval
 from core.store import results
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
+TOO_CLOSE = "too close to call"
 ESTIMATED = "estimated"
 NEEDS_GPU = "needs a GPU to tell"
 NO_DATA = "no data yet"
 
 POINT_KEYS = ["machine_id", "config_id", "variant", "point"]   # one point of one configuration on a machine
+DEFAULT_THREADS = "default"   # a row's threads_setting when torch's intra-op threads were left as they are
 
 
 # -- which rows ---------------------------------------------------------------------------------------
@@ -31,34 +40,55 @@ def on_accelerator(rows: pd.DataFrame) -> pd.Series:
     return rows["device"].map(devices.is_accelerator).astype(bool)
 
 
-def latest(rows: pd.DataFrame, run_id: str = None) -> pd.DataFrame:
+def latest(rows: pd.DataFrame, run_id: str = None, every_threads: bool = False) -> pd.DataFrame:
     """The measured points to compare: those of `run_id` when a run is chosen, else, for every point
-    and device, the one from the latest complete run of its machine and configuration."""
+    and device, the one from the latest complete run of its machine and configuration. CPU points are
+    those at torch's default threads (the write-up's baseline) unless `every_threads`."""
     data = ok(rows)
-    if run_id:
-        return data[data["run_id"] == run_id]
-    return results.latest_complete_rows(data, POINT_KEYS)
+    data = data[data["run_id"] == run_id] if run_id else results.latest_complete_rows(data, [*POINT_KEYS, "threads_setting"]
+                                                                                    if "threads_setting" in data else POINT_KEYS)
+    return data if every_threads else at_default_threads(data)
+
+
+def at_default_threads(data: pd.DataFrame) -> pd.DataFrame:
+    """One row per point and device: a CPU point's at torch's default intra-op threads (the write-up's baseline),
+    else at the first setting it was measured at (a run that swept no threads has only that one)."""
+    if "threads_setting" not in data or data.empty:
+        return data
+    rank = (data["threads_setting"].fillna(DEFAULT_THREADS) != DEFAULT_THREADS).rename("_rank")
+    keys = [k for k in [*POINT_KEYS, "device"] if k in data]
+    chosen = data.assign(_rank=rank).sort_values("_rank", kind="stable").drop_duplicates(keys)
+    return chosen.drop(columns="_rank").loc[data.index.intersection(chosen.index)]
 
 
 def pair(rows: pd.DataFrame, values: tuple[str, ...] = ("median_s",), run_id: str = None) -> pd.DataFrame:
     """Every accelerator point beside the same point on its machine's CPU: the accelerator row's
-    columns plus `cpu_<value>` for each of `values`."""
-    return beside_cpu(latest(rows, run_id), values)
+    columns plus `cpu_<value>` for each of `values` (and the samples), at the CPU's default threads,
+    and `cpu_best_<value>` at the CPU's fastest thread setting measured."""
+    return beside_cpu(latest(rows, run_id, every_threads=True), values)
 
 
 def beside_cpu(data: pd.DataFrame, values: tuple[str, ...], keys: list[str] = POINT_KEYS) -> pd.DataFrame:
     """The pairing step on any frame of chosen figures: each accelerator row beside the CPU row with the
-    same `keys`, with `cpu_<value>` for each of `values`."""
+    same `keys` at default threads (`cpu_<value>` for each of `values`, the samples and `cpu_torch_threads`)
+    and the fastest CPU row by the first value (`cpu_best_<value>`, `cpu_best_samples_s`, `cpu_best_torch_threads`)."""
+    carried = [*values, *(c for c in ("samples_s", "torch_threads", "threads_setting") if c in data and c not in values)]
+    named = [f"cpu_{v}" for v in carried] + [f"cpu_best_{v}" for v in carried] + ["cpu_thread_settings"]
     if data.empty or not set(values) <= set(data.columns):  # nothing measured, or no point has these figures
-        return data.iloc[0:0].assign(**{f"cpu_{v}": [] for v in values})
-    cpu = data[data["device"] == "cpu"][[*keys, *values]].rename(columns={v: f"cpu_{v}" for v in values})
-    return data[on_accelerator(data)].merge(cpu, on=keys)
+        return data.iloc[0:0].assign(**{c: [] for c in named})
+    cpu = data[data["device"] == "cpu"]
+    default = at_default_threads(cpu)[[*keys, *carried]].rename(columns={v: f"cpu_{v}" for v in carried})
+    fastest = cpu.sort_values(values[0], kind="stable").drop_duplicates(keys)[[*keys, *carried]]
+    fastest = fastest.rename(columns={v: f"cpu_best_{v}" for v in carried}).merge(
+        cpu.groupby(keys).size().rename("cpu_thread_settings").reset_index(), on=keys)
+    return at_default_threads(data[on_accelerator(data)]).merge(default, on=keys).merge(fastest, on=keys)
 
 
 def speedups(rows: pd.DataFrame, value: str = "median_s", run_id: str = None) -> pd.DataFrame:
     """CPU time / accelerator time (`speedup`, above 1: the accelerator is faster) for every pair."""
     paired = pair(rows, (value,), run_id)
-    return paired.assign(speedup=paired[f"cpu_{value}"] / paired[value])
+    return paired.assign(speedup=paired[f"cpu_{value}"] / paired[value],
+                         best_speedup=paired[f"cpu_best_{value}"] / paired[value])
 
 
 def relative_to(rows: pd.DataFrame, baseline: str, value: str = "median_s", *, same_device: bool = True,
@@ -72,6 +102,15 @@ def relative_to(rows: pd.DataFrame, baseline: str, value: str = "median_s", *, s
     base = data[data["variant"] == baseline][[*keys, value]].rename(columns={value: f"baseline_{value}"})
     out = data[data["variant"] != baseline].merge(base, on=keys)
     return out.assign(gain=out[f"baseline_{value}"] / out[value])
+
+
+def with_interval(pairs: pd.DataFrame, top: str = "cpu_median_s", bottom: str = "median_s",
+                  name: str = "speedup") -> pd.DataFrame:
+    """Each pair's `top` / `bottom` with its 95% interval from the two rows' samples (core.present.stats):
+    columns `<name>`, `<name>_ci` ('2.31–2.52x')."""
+    found = [stats.ratio(pairs.iloc[[i]], top, bottom) for i in range(len(pairs))]
+    return pairs.assign(**{name: [f.value for f in found],
+                           f"{name}_ci": [f"{f.low:.2f}–{f.high:.2f}x" for f in found]})
 
 
 def crossovers(frame: pd.DataFrame, x: str, by: list[str], value: str = "speedup") -> pd.DataFrame:
@@ -98,15 +137,33 @@ class Verdict:
     published: str = ""  # the published figures the claim refers to, short (published_short)
     finding: str = ""    # what the check found (or why it could not), without the criterion or published text
     leaning: str = ""    # with a prediction: the outcome it leans to (REPRODUCED or NOT_REPRODUCED)
+    interval: str = ""   # the figure decided on with its 95% confidence interval, or why it has none
 
 
 @dataclass(frozen=True)
 class Finding:
     """What a claim's check found: whether the claim holds, the figures that say so, and whether any of
-    them is extrapolated or fitted rather than measured."""
+    them is extrapolated or fitted rather than measured. A timing claim gives the figure it decides on as
+    an `interval` (core.present.stats) and the `thresholds` its criterion compares it with; one that counts
+    or compares values without samples (a hook's calls, a loss) says why it has no interval in `exact`."""
     holds: bool
     evidence: str
     estimated: bool = False
+    interval: Interval | None = None
+    thresholds: tuple[float, ...] = ()
+    form: str = "{:.2f}x"
+    exact: str = ""
+
+    def too_close(self) -> float | None:
+        """The threshold the interval straddles, if any."""
+        if self.interval is None:
+            return None
+        return next((t for t in self.thresholds if self.interval.straddles(t)), None)
+
+    def interval_text(self) -> str:
+        if self.interval is not None:
+            return self.interval.text(self.form)
+        return self.exact or "no interval: not computed from timing samples"
 
 
 class NoFinding(Exception):
@@ -145,14 +202,21 @@ def evaluate(claim: Claim, rows: pd.DataFrame, published: pd.DataFrame, predicte
         guess, leaning = _predicted_answer(claim, rows, predicted, figures, accuracy)  # what the model says instead
         return Verdict(claim.text, missing.outcome, _join(str(missing), stated), prediction=guess, published=short,
                        finding=str(missing), leaning=leaning)
+    interval = found.interval_text()
     if found.estimated:
         leaning = REPRODUCED if found.holds else NOT_REPRODUCED
         evidence = f"Rests on an estimate, not a measurement: if it holds, the claim is {leaning}. {found.evidence}"
         return Verdict(claim.text, ESTIMATED, _join(evidence, claim.criterion, stated), "estimated", published=short,
-                       finding=found.evidence)
+                       finding=found.evidence, interval=interval)
+    straddled = found.too_close()
+    if straddled is not None:
+        why = (f"Too close to call: the 95% interval of the figure decided on, {interval}, straddles the "
+               f"threshold {found.form.format(straddled)}; a rerun could fall on either side.")
+        return Verdict(claim.text, TOO_CLOSE, _join(why, found.evidence, claim.criterion, stated), "measured",
+                       published=short, finding=_join(why, found.evidence), interval=interval)
     outcome = REPRODUCED if found.holds else NOT_REPRODUCED
-    return Verdict(claim.text, outcome, _join(found.evidence, claim.criterion, stated), "measured", published=short,
-                   finding=found.evidence)
+    return Verdict(claim.text, outcome, _join(found.evidence, f"Decided on {interval}.", claim.criterion, stated),
+                   "measured", published=short, finding=found.evidence, interval=interval)
 
 
 def _predicted_answer(claim: Claim, rows: pd.DataFrame, predicted: pd.DataFrame | None, figures: pd.DataFrame,
@@ -244,14 +308,65 @@ def _short_number(value: float) -> str:
 
 def require(found: pd.DataFrame, rows: pd.DataFrame, context: str = "") -> pd.DataFrame:
     """`found` (pairs or points a claim needs), or NoFinding saying why there are none: no accelerator
-    results at all (needs a GPU), or none that fit the claim (no data yet)."""
+    results at all (needs a GPU), or none that fit the claim (no data yet), naming each machine that measured
+    one side without the other: a verdict pairs points of one machine, never across machines."""
     if len(found):
         return found
     if not on_accelerator(ok(rows)).any():
         raise NoFinding(NEEDS_GPU, _join("No GPU results on any machine yet: run this experiment on a machine "
                                          "with a GPU (it times the CPU as well).", context))
     raise NoFinding(NO_DATA, _join("No machine has measured what this claim needs on both its CPU and a GPU "
-                                   "with the same configuration yet.", context))
+                                   "with the same configuration yet.", missing_sides(rows), context))
+
+
+def missing_sides(rows: pd.DataFrame) -> str:
+    """'On <machine>, the GPU was measured without its CPU (run it there with --device cpu).' for each machine
+    whose latest runs measured one side only, with any configuration."""
+    data = latest(rows)
+    said = []
+    for machine, part in data.groupby("machine", sort=True):
+        gpu = on_accelerator(part)
+        if gpu.all():
+            said.append(f"On {machine}, a GPU was measured without that machine's CPU: run it there on the CPU too "
+                        f"(--device cpu).")
+        elif not gpu.any() and on_accelerator(ok(rows)[ok(rows)["machine"] == machine]).any():
+            said.append(f"On {machine}, the CPU's latest runs have no GPU beside them.")
+    return " ".join(said)
+
+
+def cpu_baselines(pairs: pd.DataFrame, value: str = "median_s") -> str:
+    """Both CPU baselines of GPU/CPU pairs (core.present.analysis.pair), median over the pairs with their
+    intervals: 'Against this CPU at its default 16 threads the GPU is 2.30x faster (95% CI ...); against its
+    fastest thread setting measured (2 threads) 1.10x slower (95% CI ...).' Says so where only the default
+    threads were measured, or where they were the fastest."""
+    if pairs.empty or f"cpu_best_{value}" not in pairs:
+        return ""
+    default = stats.ratio(pairs, f"cpu_{value}", value)
+    threads = _threads_text(pairs.get("cpu_torch_threads"))
+    setting = set(pairs.get("cpu_threads_setting", pd.Series([DEFAULT_THREADS])).fillna(DEFAULT_THREADS))
+    which = f"torch's default {threads}" if setting == {DEFAULT_THREADS} else threads
+    first = f"Against the CPU of its machine at {which} the GPU is {_faster(default)}"
+    if (pairs[f"cpu_best_{value}"] == pairs[f"cpu_{value}"]).all():
+        if (pairs["cpu_thread_settings"] > 1).any():
+            return f"{first}; no other thread setting measured made that CPU faster."
+        return f"{first}; only the default threads were measured on that CPU."
+    best = stats.ratio(pairs, f"cpu_best_{value}", value)
+    return (f"{first}; against that CPU at its fastest thread setting measured "
+            f"({_threads_text(pairs.get('cpu_best_torch_threads'))}) {_faster(best)}.")
+
+
+def _faster(ratio: Interval) -> str:
+    """'2.30x faster (95% CI 2.1–2.5)' for CPU time / GPU time above 1, else '1.10x slower (...)'."""
+    if ratio.value >= 1:
+        return f"{ratio.text()} faster"
+    return f"{ratio.inverse().text()} slower"
+
+
+def _threads_text(threads: pd.Series | None) -> str:
+    values = sorted({int(t) for t in threads.dropna()}) if threads is not None else []
+    if not values:
+        return "threads"
+    return f"{'/'.join(map(str, values))} thread{'s' * (values != [1])}"
 
 
 def published_cpu_over_gpu(figures: pd.DataFrame, by: list[str] = ()) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from core.store import results, runs
 
 FIGURE_META = ("id", "experiment", "figure", "quantity", "unit", "value", "device", "hardware", "source",
                "source_title", "note")  # the published frame's columns that are not a figure's parameters
-MATRIX_COLUMNS = ["experiment", "write_up", "claim", "published", "machine_id", "machine", "outcome", "ours",
+MATRIX_COLUMNS = ["experiment", "write_up", "claim", "published", "machine_id", "machine", "outcome", "ours", "interval",
                   "leaning", "predicted_on"]
 RATIO_COLUMNS = ["experiment", "figure", "quantity", "params", "setting", "ids", "ratio", "hardware", "stated"]
 HEADLINE_COLUMNS = ["label", "ratio", "source", "series", "experiment", "setting", "hardware", "detail", "quality"]
@@ -92,6 +92,7 @@ def verdict_matrix(records: list[dict], predict: bool = True) -> pd.DataFrame:
                 found.append({"experiment": experiment.name, "write_up": short_title(experiment),
                               "claim": verdict.claim, "published": verdict.published, "machine_id": machine_id,
                               "machine": label, "outcome": verdict.outcome, "ours": ours_text(verdict),
+                              "interval": verdict.interval if verdict.basis else "",
                               "leaning": verdict.leaning, "predicted_on": on if verdict.leaning else ""})
     return pd.DataFrame(found, columns=MATRIX_COLUMNS)
 
@@ -109,7 +110,8 @@ def cell_text(entry: pd.Series, marks: dict[str, str], unknown_mark: str = "") -
     if entry["outcome"] == analysis.NEEDS_GPU:
         return f"{mark} {GPU_CLAIM}".strip()
     if entry["ours"]:
-        return f"{mark} **{entry['outcome']}**: {entry['ours']}".strip()
+        decided_on = f" ({entry['interval']})" if entry.get("interval") else ""
+        return f"{mark} **{entry['outcome']}**{decided_on}: {entry['ours']}".strip()
     return f"{mark} {NO_DATA_TEXT if entry['outcome'] == analysis.NO_DATA else entry['outcome']}".strip()
 
 

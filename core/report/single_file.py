@@ -26,7 +26,7 @@ from core.present.charts import ratio_dots
 from core.params import ConfigError
 
 # Plain symbols, not emoji: a browser without an emoji font (a CI runner's) still shows them.
-MARKS = {analysis.REPRODUCED: "✓", analysis.NOT_REPRODUCED: "✗", analysis.ESTIMATED: "≈",
+MARKS = {analysis.REPRODUCED: "✓", analysis.NOT_REPRODUCED: "✗", analysis.TOO_CLOSE: "±", analysis.ESTIMATED: "≈",
          analysis.NEEDS_GPU: "…", analysis.NO_DATA: "?"}
 COMPOSED = ("facet", "hconcat", "vconcat", "concat", "repeat")  # a spec whose parts carry their own widths
 PROVENANCE = ("Every figure is **measured** (a record in the results folder: its run, machine and code are named "
@@ -183,7 +183,10 @@ def _experiment(exp, records: list[dict], charts: list[dict]) -> str:
 
 def _verdicts(found: list) -> str:
     table = pd.DataFrame([{"Claim": v.claim, "Published": v.published or "—",
-                           "Verdict": f"{MARKS.get(v.outcome, '')} **{v.outcome}**",
+                           "Verdict": f"{MARKS.get(v.outcome, '')} **{v.outcome}**"
+                                      + (f" (rests on {'measurements' if v.basis == 'measured' else 'an estimate'})"
+                                         if v.basis else ""),
+                           "Figure decided on (95% CI)": v.interval or "—",
                            "What we found": v.finding or v.evidence} for v in found])
     return _table(table) if len(table) else ""
 

@@ -3,7 +3,8 @@ the keys it indexes, so that a record that passes can be read without checking a
 with jsonschema when a record is loaded; a record that fails is skipped with the field named.
 
 Schema 1 and schema 2 share one shape: schema 2 added a row's unit, per_call, torch_threads, warm-up
-samples and cold flag, and the record's code_version and environment, all optional to a reader. A row
+samples and cold flag, and the record's code_version and environment, all optional to a reader; later, a row's
+thread setting (`threads_setting`: default, cores or a number) and a GPU row's precision (TF32, cuDNN benchmark). A row
 may carry a census and a breakdown (objects); a record may carry the stand-in censuses of the points a GPU
 would run (`standin`) and how many it planned (`standins_planned`). Fields not named here are allowed, so a
 record written by a newer Crossover still loads.
@@ -73,7 +74,8 @@ _ROW = {
     "properties": {
         "device": _TEXT, "variant": _TEXT, "params": _PARAMS, "metrics": {"type": "object"},
         "status": _TEXT, "error": _TEXT_OR_NULL, "unit": _TEXT_OR_NULL, "per_call": {"type": "integer"},
-        "torch_threads": _INT_OR_NULL, "samples": _NUMBERS_OR_NULL, "warmup_samples": _NUMBERS_OR_NULL,
+        "torch_threads": _INT_OR_NULL, "threads_setting": _TEXT_OR_NULL, "tf32_matmul": _FLAG_OR_NULL,
+        "tf32_cudnn": _FLAG_OR_NULL, "cudnn_benchmark": _FLAG_OR_NULL, "samples": _NUMBERS_OR_NULL, "warmup_samples": _NUMBERS_OR_NULL,
         "median": _NUMBER_OR_NULL, "iqr": _NUMBER_OR_NULL, "noisy": _FLAG_OR_NULL, "n": _INT_OR_NULL,
         "cold": _FLAG_OR_NULL, "census": _OBJECT_OR_NULL, "breakdown": _OBJECT_OR_NULL,
     },

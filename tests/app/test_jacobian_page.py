@@ -8,7 +8,7 @@ from tests.helpers import page_text, render, smoke_record
 @pytest.fixture
 def small_record(results_dir):
     """A small CPU run whose vectorized full Jacobian at val=1000 is skipped (it needs about 640 GB)."""
-    smoke_record("jacobian", vals=(2, 1000), per_sample_vals=(50,), repeats=1, cpu_threads=1,
+    smoke_record("jacobian", vals=(2, 1000), per_sample_vals=(50,), repeats=1, cpu_threads=("1",),
                  variants=(jacobian.AS_WRITTEN, jacobian.VECTORIZED, jacobian.TUNED))
 
 

@@ -14,7 +14,7 @@ from core.store.results import RecordWriter
 from tests.helpers import hand_rows
 
 EXP = jacobian.EXPERIMENT
-SMALL = {"cpu_threads": 1}  # tiny operators crawl with two threads on a busy 2-core machine
+SMALL = {"cpu_threads": ("1",)}  # tiny operators crawl with two threads on a busy 2-core machine
 CHECKED_VAL = 10            # the full forms run here; the vectorized one is skipped for memory
 CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
 
@@ -162,7 +162,8 @@ def test_the_fit_follows_this_runs_earlier_points_with_the_same_threads(monkeypa
                 _earlier_row(200, 1e3, 1, status="skipped"),         # not measured
                 _earlier_row(400, 1e3, 1, variant=jacobian.TUNED)]  # another method
     config = EXP.config("smoke", SMALL | {"budget_s": 36_000.0})
-    estimate = EXP.estimate(Point("cpu", jacobian.AS_WRITTEN, {"val": 150}), config, run)
+    point = Point("cpu", jacobian.AS_WRITTEN, {"val": 150}, threads=1, threads_setting="1")
+    estimate = EXP.estimate(point, config, run)
     assert estimate["time_fitted_on_vals"] == [30, 100] and not run.memo  # no calibration was needed
     assert estimate["time_coefficients"] == pytest.approx([a, b], rel=1e-6)
 

@@ -117,7 +117,6 @@ class Jacobian(Presented):
         MEMORY_FRACTION,
         Param("repeats", int, 3, "timed calls per point (fewer when the budget allows fewer)", low=1, high=50),
         Param("block_seconds", float, 0.05, "length of one timed block of short calls", low=0.001, high=5.0),
-        Param("cpu_threads", int, 0, "torch intra-op threads on the CPU (0: torch's default)", low=0, high=1024),
         Param("seed", int, 0, "seed of the weights (the input uses seed + 1)", low=0, high=2**31 - 2),
     )
     presets = {
@@ -155,7 +154,7 @@ class Jacobian(Presented):
         # a stand-in's census takes the pre-run guess: meta tensors time nothing, and timing them under the census
         # cost seconds a point
         coefficients, fitted_on = ((np.array(complexity.prior), []) if devices.is_stand_in(device)
-                                   else self._fit(point.variant, device, config, run))
+                                   else self._fit(point.variant, device, config, run, point.threads))
         timing_estimate = {"estimated_seconds": float(np.dot(coefficients, complexity.terms(val))),
                            "time_model": complexity.formula, "time_coefficients": [float(c) for c in coefficients],
                            "time_fitted_on_vals": fitted_on}
@@ -166,10 +165,10 @@ class Jacobian(Presented):
                             f"{duration(config['budget_s'])} budget (budget_s)", **estimate)
         return estimate
 
-    def _fit(self, variant: str, device: str, config: dict, run: RunState) -> tuple[np.ndarray, list[int]]:
+    def _fit(self, variant: str, device: str, config: dict, run: RunState,
+             threads: int | None) -> tuple[np.ndarray, list[int]]:
         """The time model's coefficients from this run's timings of the variant on the device with the
         same threads (calibrating first, once per run), and the vals they were fitted to."""
-        threads = cpu_threads(device, config)
         used = threads or torch.get_num_threads()
         key = ("calibration", device, variant, used)
         seen = earlier_medians(run.rows, device, variant, used) + run.memo.get(key, [])
@@ -215,7 +214,7 @@ class Jacobian(Presented):
                                setup=lambda: devices.reset_peak_memory(device),
                                block_seconds=config["block_seconds"] if short else None,
                                budget_s=None if short else config["budget_s"],
-                               threads=cpu_threads(device, config), finish=finish, metrics=estimate)
+                               threads=point.threads, finish=finish, metrics=estimate)
 
     def _check(self, point: Point, config: dict, run: RunState, result: torch.Tensor) -> dict:
         """The per-sample Jacobian against the written call's diagonal blocks on the same device."""
@@ -252,11 +251,6 @@ class Jacobian(Presented):
 
 def unit(variant: str) -> str:
     return MOVE_UNIT if variant == MOVE else JACOBIAN
-
-
-def cpu_threads(device: str, config: dict) -> int | None:
-    """The intra-op threads to time with: `cpu_threads` on the CPU (0: as they are), else as they are."""
-    return (config["cpu_threads"] or None) if devices.kind(device) == "cpu" else None
 
 
 def _reference_key(device: str, val: int, config: dict) -> tuple:
