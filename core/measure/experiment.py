@@ -12,8 +12,12 @@ DEFAULT_THREADS, CORES, MAX_THREADS = "default", "cores", 1024
 CPU_THREADS = Param("cpu_threads", str, (DEFAULT_THREADS,), "intra-op thread settings each CPU point is timed at: "
                     f"{DEFAULT_THREADS} (torch's, as the write-ups ran), {CORES} (the physical cores) or a number of "
                     "threads; a verdict compares a GPU with the first and with the fastest", many=True)
-# An expert's CPU baseline beside the write-up's: one thread, the physical cores, torch's default (issue 45).
-THREAD_SWEEP = {"quick": ("default", "1", "cores"), "paper": ("default", "1", "cores")}
+PRECISION = Param("precision", float, 0.0, "time each point until its median's 95% interval is within this share "
+                  "of it (at least 5 samples; its budget permitting); 0: the experiment's repeats alone", low=0.0, high=1.0)
+# An expert's CPU baseline beside the write-up's (one thread, the physical cores, torch's default), and medians
+# known to 5%, wherever a run is not a test's smoke run.
+GENERIC_PRESETS = {preset: {CPU_THREADS.name: ("default", "1", "cores"), PRECISION.name: 0.05}
+                   for preset in ("quick", "paper")}
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,7 @@ class Experiment:
     # -- configuration -------------------------------------------------------------------------
     def all_params(self) -> tuple[Param, ...]:
         names = tuple(v.name for v in self.variants)
-        return self.params + (CPU_THREADS, Param("variants", str, names, "which variants to run", choices=names,
+        return self.params + (CPU_THREADS, PRECISION, Param("variants", str, names, "which variants to run", choices=names,
                                                  many=True))
 
     def param(self, name: str) -> Param:
@@ -149,7 +153,7 @@ class Experiment:
         """The preset's values with `overrides` applied, each checked; raises ConfigError."""
         if preset not in PRESETS:
             raise ConfigError("preset", f"{shown(preset)} is not one of {', '.join(PRESETS)}")
-        values = ({p.name: p.default for p in self.all_params()} | {CPU_THREADS.name: THREAD_SWEEP.get(preset, CPU_THREADS.default)}
+        values = ({p.name: p.default for p in self.all_params()} | GENERIC_PRESETS.get(preset, {})
                   | self.presets.get(preset, {}))
         for name, value in (overrides or {}).items():
             self.param(name)
@@ -198,6 +202,9 @@ class Experiment:
         return 5.0 * len(self.points(config, device))
 
     def run_estimate(self, config: dict, device: str) -> float:
-        """estimate_seconds with each thread setting of a CPU (every setting is a run of the points again)."""
+        """estimate_seconds with each thread setting of a CPU (every setting is a run of the points again) and, timed
+        to a precision, at least MIN_SAMPLES samples where the experiment's repeats (or epochs) are fewer."""
         settings = len(thread_counts(config.get(CPU_THREADS.name, CPU_THREADS.default))) if devices.kind(device) == "cpu" else 1
-        return settings * self.estimate_seconds(config, device)
+        repeats = config.get("repeats", config.get("epochs"))
+        more = timing.MIN_SAMPLES / repeats if config.get(PRECISION.name) and repeats and repeats < timing.MIN_SAMPLES else 1
+        return settings * more * self.estimate_seconds(config, device)

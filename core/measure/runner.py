@@ -43,6 +43,7 @@ def measure_point(experiment: Experiment, point: Point, config: dict, state: Run
         workload = experiment.workload(point, config, state or RunState())
         if point.threads:
             workload.threads = point.threads
+        workload.precision = config.get("precision") or None
         row.update(unit=workload.unit, per_call=workload.per_call,
                    torch_threads=workload.threads or torch.get_num_threads(),
                    **(timing.precision_flags(workload) if devices.is_accelerator(point.device) else {}))

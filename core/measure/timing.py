@@ -7,12 +7,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+import numpy as np
 import torch
 import torch.utils.benchmark as benchmark
+from scipy import stats
 
 from core import devices
 
 NOISY_SPREAD = 0.10  # IQR / median above this flags a measurement as noisy
+MIN_SAMPLES = 5      # a point timed to a precision takes at least this many samples
+MAX_SAMPLES = 40     # and at most this many
+EXTRA_TIME = 2.0     # samples beyond the first ones may take this many times as long as those did (without a budget)
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,22 @@ class Measurement:
     samples: tuple[float, ...]
     warmup: tuple[float, ...] = ()
     cold: bool = False
+    stopped: str = ""   # why sampling stopped, where it was timed to a precision
+
+    @property
+    def median_interval(self) -> tuple[float, float] | None:
+        """The median's 95% confidence interval, distribution-free (scipy.stats.quantile_test's, from the order
+        statistics); None while the samples are too few to bound it (under six)."""
+        if len(self.samples) < 2:
+            return None
+        found = stats.quantile_test(np.asarray(self.samples), q=self.median, p=0.5).confidence_interval(0.95)
+        return None if np.isnan(found.low) or np.isnan(found.high) else (float(found.low), float(found.high))
+
+    @property
+    def half_width(self) -> float | None:
+        """Half the median's interval over the median (0.05: within 5%); None while it is unbounded."""
+        found = self.median_interval
+        return None if found is None or self.median <= 0 else (found[1] - found[0]) / 2 / self.median
 
     @property
     def n(self) -> int:
@@ -42,8 +63,9 @@ class Measurement:
         return None if self.iqr is None else is_noisy(self.iqr, self.median)
 
     def to_dict(self) -> dict:
-        return {"samples": list(self.samples), "median": self.median, "iqr": self.iqr, "noisy": self.noisy,
-                "n": self.n, "warmup_samples": list(self.warmup), "cold": self.cold}
+        found = {"samples": list(self.samples), "median": self.median, "iqr": self.iqr, "noisy": self.noisy,
+                 "n": self.n, "warmup_samples": list(self.warmup), "cold": self.cold}
+        return found | ({"stopped": self.stopped, "half_width": self.half_width} if self.stopped else {})
 
 
 def is_noisy(iqr: float, median: float) -> bool:
@@ -85,6 +107,7 @@ class Workload:
     prewarmed: bool = False
     hooks: bool = False
     threads: int | None = None
+    precision: float | None = None
     tf32: bool = False
     cudnn_benchmark: bool = False
     finish: Callable[[Measurement], dict] | None = None
@@ -197,17 +220,19 @@ def run(workload: Workload, device: str, sync: Callable[[str], None] = None) -> 
             return _hooked(workload, device, sync)
         if workload.block_seconds:
             return micro(workload.call, device, repeats=workload.repeats, block_seconds=workload.block_seconds,
-                         sync=sync)
+                         sync=sync, precision=workload.precision)
         return measure(workload.call, device, repeats=workload.repeats, warmup=workload.warmup,
-                       budget_s=workload.budget_s, prewarmed=workload.prewarmed, sync=sync)
+                       budget_s=workload.budget_s, prewarmed=workload.prewarmed, sync=sync,
+                       precision=workload.precision)
 
 
 def measure(fn: Callable[[], object], device: str, *, repeats: int = 5, warmup: int = 1,
-            budget_s: float = None, prewarmed: bool = False,
-            sync: Callable[[str], None] = None) -> Measurement:
+            budget_s: float = None, prewarmed: bool = False, sync: Callable[[str], None] = None,
+            precision: float = None) -> Measurement:
     """One call per sample, after `warmup` calls (timed and kept apart). Within `budget_s`, stop
     repeating when another call would overrun it; a warm-up call that leaves no room for one is the
-    measurement itself (`cold`). Samples with no warm-up before them are cold unless `prewarmed`."""
+    measurement itself (`cold`). Samples with no warm-up before them are cold unless `prewarmed`. With
+    `precision`, sampling goes on as `until_precise` says."""
     read = clock(device, sync)
 
     def timed() -> float:
@@ -219,23 +244,47 @@ def measure(fn: Callable[[], object], device: str, *, repeats: int = 5, warmup: 
     if budget_s and warm and sum(warm) + warm[-1] > budget_s:
         return Measurement((warm[-1],), warm[:-1], cold=len(warm) == 1)
     samples, spent = [], sum(warm)
-    for _ in range(repeats):
+    for _ in range(max(repeats, MIN_SAMPLES if precision else 0)):
         samples.append(timed())
         spent += samples[-1]
         if budget_s and spent + samples[-1] > budget_s:
-            break
-    return Measurement(tuple(samples), warm, cold=not warm and not prewarmed)
+            return Measurement(tuple(samples), warm, cold=not warm and not prewarmed,
+                               stopped="budget" if precision else "")
+    stopped = until_precise(samples, timed, precision, budget_s - spent if budget_s else None) if precision else ""
+    return Measurement(tuple(samples), warm, cold=not warm and not prewarmed, stopped=stopped)
+
+
+def until_precise(samples: list[float], take: Callable[[], float], precision: float, left_s: float | None,
+                  cost: Callable[[float], float] = lambda sample: sample) -> str:
+    """Take more samples (appended) until the median's 95% interval is within `precision` of it, the time left
+    (`left_s`, else EXTRA_TIME times what the samples so far took, a sample taking `cost(sample)` seconds) would be
+    overrun, or MAX_SAMPLES are taken; says which stopped it."""
+    left = left_s if left_s is not None else EXTRA_TIME * sum(map(cost, samples))
+    while True:
+        width = Measurement(tuple(samples)).half_width
+        if width is not None and width <= precision:
+            return f"within {precision:.0%}"
+        if len(samples) >= MAX_SAMPLES:
+            return f"{MAX_SAMPLES} samples"
+        if cost(samples[-1]) > left:
+            return "budget"
+        samples.append(take())
+        left -= cost(samples[-1])
 
 
 def micro(fn: Callable[[], object], device: str, *, repeats: int = 5, threads: int = None,
-          block_seconds: float = 0.05, sync: Callable[[str], None] = None) -> Measurement:
+          block_seconds: float = 0.05, sync: Callable[[str], None] = None, precision: float = None) -> Measurement:
     """Time microsecond-scale calls with torch.utils.benchmark: each sample is the mean of a block of
-    calls. `threads` defaults to the intra-op threads torch really uses (Timer's own default is 1)."""
+    calls. `threads` defaults to the intra-op threads torch really uses (Timer's own default is 1). With
+    `precision`, blocks are added as `until_precise` says."""
     timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, timer=clock(device, sync),
                             num_threads=threads or torch.get_num_threads())
     first = timer.timeit(1).mean  # Timer.timeit warms up itself; this call sizes the blocks
     number = max(1, int(block_seconds / max(first, 1e-9)))
-    return Measurement(tuple(timer.timeit(number).mean for _ in range(repeats)), (first,))
+    block = lambda: timer.timeit(number).mean
+    samples = [block() for _ in range(max(repeats, MIN_SAMPLES if precision else 0))]
+    stopped = until_precise(samples, block, precision, None, cost=lambda mean: mean * number) if precision else ""
+    return Measurement(tuple(samples), (first,), stopped=stopped)
 
 
 CALL = "call"  # the lap name of a plain workload's call in `observe`

@@ -77,7 +77,7 @@ _ROW = {
         "torch_threads": _INT_OR_NULL, "threads_setting": _TEXT_OR_NULL, "tf32_matmul": _FLAG_OR_NULL,
         "tf32_cudnn": _FLAG_OR_NULL, "cudnn_benchmark": _FLAG_OR_NULL, "samples": _NUMBERS_OR_NULL, "warmup_samples": _NUMBERS_OR_NULL,
         "median": _NUMBER_OR_NULL, "iqr": _NUMBER_OR_NULL, "noisy": _FLAG_OR_NULL, "n": _INT_OR_NULL,
-        "cold": _FLAG_OR_NULL, "census": _OBJECT_OR_NULL, "breakdown": _OBJECT_OR_NULL,
+        "cold": _FLAG_OR_NULL, "stopped": _TEXT_OR_NULL, "half_width": _NUMBER_OR_NULL, "census": _OBJECT_OR_NULL, "breakdown": _OBJECT_OR_NULL,
     },
 }
 

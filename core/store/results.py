@@ -256,18 +256,33 @@ def latest_complete_rows(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return complete.drop_duplicates([*keys, "device"], keep="last")
 
 
-# A row's census and breakdown (per sample) as columns of the rows frame: record key -> column.
-CENSUS_COLUMNS = {k: f"census_{k}" for k in ("operations", "kernels", "syncs", "copies", "h2d_bytes", "d2h_bytes",
-                                             "flops", "bytes_moved", "profiler_kernels", "kernel_difference",
-                                             "top_by_count", "top_by_flops")}
+# A row's census and breakdown (per sample) as columns of the rows frame: record key -> column. Where the profiler
+# counted the GPU's kernels (a census's profiler_kernels), census_kernels is its count, and census_kernels_assumed the
+# census's own (the kernels its rules assume; census_kernel_difference, the profiler's less the census's): counted
+# kernels replace assumed ones (census_read).
+CENSUS_COLUMNS = {k: f"census_{k}" for k in ("operations", "kernels", "kernels_assumed", "syncs", "copies", "h2d_bytes",
+                                             "d2h_bytes", "flops", "bytes_moved", "profiler_kernels",
+                                             "kernel_difference", "top_by_count", "top_by_flops")}
+
+
+def census_read(census: dict) -> dict:
+    """A row's census as a reader takes it: "kernels" the profiler's count where it took one ("profiler_kernels"),
+    "kernels_assumed" the census's count (the rules' assumption where the profiler counted, else the count itself)."""
+    found = dict(census)
+    if "kernels" in census:
+        found["kernels_assumed"] = census["kernels"]
+        if census.get("profiler_kernels") is not None:
+            found["kernels"] = census["profiler_kernels"]
+    return found
 BREAKDOWN_COLUMNS = {f"{part}_s": f"time_{part}_s" for part in ("compute", "copies", "sync", "loading", "host")} | {
     "profiled_s": "time_profiled_s", "adds_up": "breakdown_adds_up", "trace": "breakdown_trace",
     "table": "breakdown_table"}
 
 BASE_COLUMNS = ["run_id", "experiment", "preset", "status", "machine_id", "machine", "started", "ended", "points",
                 "planned_points", "config_id", "code_version", "device", "device_name", "variant", "point",
-                "point_status", "error", "unit", "per_call", "per_sample", "torch_threads", "median_s", "per_unit_s", "iqr_s",
-                "noisy", "n", "cold", "samples_s", "warmup_samples_s", *CENSUS_COLUMNS.values(),
+                "point_status", "error", "unit", "per_call", "per_sample", "torch_threads", "threads_setting",
+                "tf32_matmul", "tf32_cudnn", "cudnn_benchmark", "median_s", "per_unit_s", "iqr_s",
+                "noisy", "n", "cold", "stopped", "half_width", "samples_s", "warmup_samples_s", *CENSUS_COLUMNS.values(),
                 *BREAKDOWN_COLUMNS.values(), "census_note", "breakdown_note"]
 
 
@@ -296,10 +311,12 @@ def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
                     "point_status": row.get("status", "ok"), "error": row.get("error"), "unit": row.get("unit"),
                     "per_call": row.get("per_call"), "per_sample": _per_sample(row),
                     "torch_threads": row.get("torch_threads", metrics.get("torch_threads")),
+                    "threads_setting": row.get("threads_setting", "default"), "tf32_matmul": row.get("tf32_matmul"),
+                    "tf32_cudnn": row.get("tf32_cudnn"), "cudnn_benchmark": row.get("cudnn_benchmark"),
                     "median_s": row.get("median"), "per_unit_s": per_unit(row.get("median"), row.get("per_call")),
                     "iqr_s": row.get("iqr"), "noisy": _noisy(row),
                     "n": row.get("n", len(samples) if samples else None), "cold": row.get("cold"),
-                    "samples_s": samples, "warmup_samples_s": row.get("warmup_samples"),
+                    "stopped": row.get("stopped"), "half_width": row.get("half_width"), "samples_s": samples, "warmup_samples_s": row.get("warmup_samples"),
                     **_inspection(row)}
             flat.append({**base, **params, **metrics} | params | base)
     return pd.DataFrame(flat) if flat else pd.DataFrame(columns=BASE_COLUMNS)
@@ -317,7 +334,7 @@ def point_text(params: dict) -> str:
 
 def _inspection(row: dict) -> dict:
     """The census and breakdown columns; `*_note` says why one is missing (skipped, failed)."""
-    census, parts = row.get("census") or {}, row.get("breakdown") or {}
+    census, parts = census_read(row.get("census") or {}), row.get("breakdown") or {}
     return ({column: census.get(key) for key, column in CENSUS_COLUMNS.items()}
             | {column: parts.get(key) for key, column in BREAKDOWN_COLUMNS.items()}
             | {"census_note": census.get("skipped") or census.get("error"),

@@ -56,7 +56,7 @@ class Tabnet(Presented):
     )
     presets = {
         "smoke": {"batch_sizes": (128, 512), "rows": 1024, "epochs": 2, "tuned_virtual_batch_size": 512},
-        "quick": {"batch_sizes": (128, 512, 1024, 4096), "rows": 12288, "epochs": 3},
+        "quick": {"batch_sizes": (128, 512, 1024, 4096), "rows": 12288, "epochs": 5},
         "paper": {"batch_sizes": (128, 512, 1024, 4096), "rows": WRITEUP_ROWS, "epochs": WRITEUP_EPOCHS},
     }
     variants = (
