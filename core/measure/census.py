@@ -10,8 +10,10 @@ The rules, per operation (an `OpKind` holds what its schema and tags say):
   copies between devices (a copy, counted apart). A `_foreach_` operation (`_foreach_add_`, and
   `_fused_adam_`, which write their tensor lists and return nothing) counts as one kernel; cuDNN's recurrent
   layers (`_cudnn_rnn` and its backward, which the stand-in runs for nn.GRU, nn.LSTM and nn.RNN:
-  core.measure.kernels.cuda_rnn) as the kernels cuDNN launches per step, and their FLOPs are their GEMMs'; a fused GRU or
-  LSTM cell's backward as its kernel and a reduction per bias; oneDNN's fused LSTM layer on a CPU
+  core.measure.kernels.cuda_rnn) as the kernels cuDNN and torch's wrapper launch per call, and their FLOPs are their
+  GEMMs'; a fused GRU or LSTM cell's backward as its kernel and a reduction per bias; on CUDA (and the stand-in playing
+  it) a GEMM as the one or two kernels cuBLAS launches for its shapes, and the losses and gradients that fill or reduce
+  inside their kernel as two (core.measure.kernels.cuda_ops, from an H200's profiles); oneDNN's fused LSTM layer on a CPU
   (`mkldnn_rnn_layer` and its backward: core.measure.kernels.cpu_rnn) has its GEMMs' FLOPs, and a CPU's flash attention
   (core.measure.kernels.cpu_attention) SDPA's.
 - where: an operation counts as a kernel or a sync only when its tensors live on the unit's device. A GPU
@@ -78,7 +80,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
 from core.measure import graphs, timing
-from core.measure.kernels import cpu_attention, cpu_rnn, cuda_rnn
+from core.measure.kernels import cpu_attention, cpu_rnn, cuda_ops, cuda_rnn
 
 aten = torch.ops.aten
 RANGE_ENTER = torch.ops.profiler._record_function_enter_new
@@ -169,7 +171,8 @@ def op_kind(func) -> OpKind | None:
     return OpKind(name=str(packet), launches=launches, formula=formula, written=written,
                   outs=outs, reads_written=packet not in OVERWRITES and torch.Tag.nondeterministic_seeded not in func.tags,
                   reads_inputs=not (short.endswith("_like") or short.startswith("new_")),
-                  syncs=syncs, kernels=cuda_rnn.KERNELS.get(packet), copies=packet in COPIES,
+                  syncs=syncs, kernels=cuda_rnn.KERNELS.get(packet) or cuda_ops.KERNELS.get(packet),
+                  copies=packet in COPIES,
                   shaped=_shaped(func, schema, bool(launches and not syncs and not outs and packet not in COPIES)))
 
 

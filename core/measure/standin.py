@@ -19,7 +19,7 @@ from torch.utils import _foreach_utils
 
 from core import devices
 from core.measure import census, timing
-from core.measure.kernels import cpu_attention, cpu_rnn, cuda_rnn
+from core.measure.kernels import cpu_attention, cpu_rnn, cuda_ops, cuda_rnn
 from core.measure.experiment import Experiment, Point, RunState, SkipPoint
 
 # torch's lists of the device types that have foreach, fused and capturable optimiser kernels: its optimisers
@@ -114,9 +114,11 @@ def playing_cuda() -> Iterator[None]:
     """Within it, torch's optimisers and gradient clipping take for stand-in tensors the paths they take on
     CUDA: foreach kernels by default, fused and capturable allowed (each device list gains the stand-in in
     every module that imported it), nn.GRU, nn.LSTM and nn.RNN run as one cuDNN call, and nn.GRUCell and nn.LSTMCell
-    as CUDA's fused cells (core.measure.kernels.cuda_rnn)."""
+    as CUDA's fused cells (core.measure.kernels.cuda_rnn), and the census counts the kernels CUDA launches for a GEMM, a
+    loss or a gradient that launches more than one (core.measure.kernels.cuda_ops)."""
     with ExitStack() as patches:
         patches.enter_context(cuda_rnn.as_cudnn())
+        patches.enter_context(cuda_ops.as_cuda())
         for home, name in DEVICE_LISTS:
             original = getattr(home, name)
 

@@ -29,11 +29,13 @@ def cudnn_ops(found: dict[str, dict]) -> dict[str, tuple[int, int, int]]:
 def test_a_gru_on_the_stand_in_is_one_cudnn_call_each_way_with_its_steps_kernels_and_gemm_flops():
     gru = nn.GRU(16, 64, batch_first=True, device="meta")
     found = training_step(gru, torch.empty(512, 32, 16, device="meta"))
-    # forward: 1 input GEMM + 32 x (recurrent GEMM + fused element-wise) = 65 kernels;
+    # hidden 64: cuDNN's persistent kernels, whatever the steps. forward: the input GEMM, the persistent kernel, the
+    # biases' add, and torch's copy of the batch_first input = 4 kernels;
     # FLOPs 2 x 32 steps x 512 rows x (16 + 64) columns x 192 gate rows = 503,316,480
-    # backward: 32 x 2 + 1 = 65, + 3 for the weights = 68 kernels; FLOPs twice the forward's
-    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 65, 503_316_480),
-                                "aten._cudnn_rnn_backward": (1, 68, 1_006_632_960)}
+    # backward: 4 for the data, 5 for the weights, the zeroed weight gradients, the batch_first input's copy twice and
+    # the output gradient's once = 13 kernels; FLOPs twice the forward's
+    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 4, 503_316_480),
+                                "aten._cudnn_rnn_backward": (1, 13, 1_006_632_960)}
     assert not STEP_OPS & found.keys()  # no step-by-step operations left
     assert all(p.grad is not None and p.grad.shape == p.shape for p in gru.parameters())
 
@@ -45,20 +47,24 @@ def test_a_two_layer_bidirectional_lstm_counts_every_layer_and_direction():
         output, (h, c) = lstm(x)
     assert (output.shape, h.shape, c.shape) == ((10, 4, 64), (4, 4, 32), (4, 4, 32))
     found = training_step(lstm, x)
-    # 4 layer-directions x (1 + 2 x 10) = 84 forward kernels, 4 x (2 x 10 + 1 + 3) = 96 backward.
+    # 4 layer-directions x (1 + 2 x 10) = 84 forward kernels, 4 x (2 x 10 + 1 + 3) = 96 backward, + the zeroed
+    # weight gradients and a zeros_like for each of the undefined h and c gradients (the step sums the output only) = 99.
     # FLOPs per layer-direction 2 x 10 x 4 x (input + 32) x 128 gate rows = 10,240 x (input + 32), layer 1's input
     # 8, layer 2's 64 (both directions' outputs): (10,240 x 40 + 10,240 x 96) x 2 directions = 2,785,280
-    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 84, 2_785_280), "aten._cudnn_rnn_backward": (1, 96, 5_570_560)}
+    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 84, 2_785_280), "aten._cudnn_rnn_backward": (1, 99, 5_570_560)}
 
 
 @pytest.mark.parametrize("module, forward_kernels, backward_kernels", [
-    # 5 steps: a layer's forward 1 + 2 x 5 = 11 kernels, its backward 2 x 5 + 1 + 3 = 14
-    (nn.GRU(8, 16, num_layers=2, dropout=0.3), 2 * 11 + 1, 2 * 14 + 1),  # one dropout between the layers, each way
-    (nn.GRU(8, 16, bias=False), 11, 14),
-    # a projection: a third GEMM per step each way, and one for its weight: 1 + 3 x 5 = 16, 3 x 5 + 1 + 4 = 20
-    (nn.LSTM(8, 16, proj_size=4, num_layers=2), 2 * 16, 2 * 20),
-    (nn.LSTM(8, 16, proj_size=4, bias=False, bidirectional=True), 2 * 16, 2 * 20),
-    (nn.RNN(8, 16, nonlinearity="relu"), 11, 14)],
+    # 5 steps; every backward zeroes the weight gradients (+1). A GRU of hidden 16 on cuDNN's persistent kernels: a
+    # layer's forward 3 (2 without biases), its backward 4 + 5 for the weights
+    (nn.GRU(8, 16, num_layers=2, dropout=0.3), 2 * 3 + 1, 2 * 9 + 1 + 1),  # one dropout between the layers, each way
+    (nn.GRU(8, 16, bias=False), 2, 9 + 1),
+    # else a layer's forward 1 + 2 x 5 = 11 kernels, its backward 2 x 5 + 1 + 3 = 14; a projection: a third GEMM per
+    # step each way, and one for its weight: 1 + 3 x 5 = 16, 3 x 5 + 1 + 4 = 20; the LSTMs' undefined h and c
+    # gradients (a tuple, which the step does not sum) a zeros_like each
+    (nn.LSTM(8, 16, proj_size=4, num_layers=2), 2 * 16, 2 * 20 + 1 + 2),
+    (nn.LSTM(8, 16, proj_size=4, bias=False, bidirectional=True), 2 * 16, 2 * 20 + 1 + 2),
+    (nn.RNN(8, 16, nonlinearity="relu"), 11, 14 + 1)],
     ids=["gru dropout", "gru no bias", "lstm projection", "lstm projection no bias bidirectional", "rnn relu"])
 def test_every_layer_option_runs_as_one_cudnn_call_with_a_gradient_for_each_weight(module, forward_kernels,
                                                                                     backward_kernels):
@@ -73,15 +79,16 @@ def test_every_layer_option_runs_as_one_cudnn_call_with_a_gradient_for_each_weig
 def test_an_lstms_projection_adds_its_gemm_to_the_flops():
     lstm = nn.LSTM(8, 16, proj_size=4, device="meta")
     found = training_step(lstm, torch.empty(5, 3, 8, device="meta"))
-    # 2 x 5 steps x 3 rows x ((8 input + 4 projected) columns x 64 gate rows + 16 x 4 projection) = 24,960
-    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 16, 24_960), "aten._cudnn_rnn_backward": (1, 20, 49_920)}
+    # 2 x 5 steps x 3 rows x ((8 input + 4 projected) columns x 64 gate rows + 16 x 4 projection) = 24,960; the
+    # backward's 20 kernels, the zeroed weight gradients and the undefined h and c gradients' zeros_like = 23
+    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 16, 24_960), "aten._cudnn_rnn_backward": (1, 23, 49_920)}
 
 
 def test_a_stack_evaluated_with_dropout_drops_nothing_out():
     gru = nn.GRU(8, 16, num_layers=2, dropout=0.3, device="meta").eval()
     with standin.playing_cuda(), torch.no_grad():
         found = census.of(lambda: gru(torch.empty(5, 3, 8, device="meta")), "meta").by_op()
-    assert found["aten._cudnn_rnn"]["kernels"] == 2 * 11  # no dropout kernel between the layers
+    assert found["aten._cudnn_rnn"]["kernels"] == 2 * 3  # persistent kernels; no dropout kernel between the layers
 
 
 def test_without_weight_gradients_the_backward_leaves_out_their_gemms():
@@ -89,8 +96,9 @@ def test_without_weight_gradients_the_backward_leaves_out_their_gemms():
     x = torch.empty(6, 2, 4, device="meta", requires_grad=True)
     with standin.playing_cuda():
         found = census.of(lambda: rnn(x)[0].sum().backward(), "meta").by_op()
-    # forward 1 + 2 x 6 = 13 kernels, 2 x 6 x 2 x (4 + 8) x 8 = 2,304 FLOPs; backward 2 x 6 + 1 = 13, the same FLOPs
-    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 13, 2_304), "aten._cudnn_rnn_backward": (1, 13, 2_304)}
+    # forward 1 + 2 x 6 = 13 kernels, 2 x 6 x 2 x (4 + 8) x 8 = 2,304 FLOPs; backward 2 x 6 + 1 = 13 and the unused
+    # final state's zeros_like gradient = 14, the same FLOPs
+    assert cudnn_ops(found) == {"aten._cudnn_rnn": (1, 13, 2_304), "aten._cudnn_rnn_backward": (1, 14, 2_304)}
     assert x.grad is not None and x.grad.shape == x.shape
 
 
@@ -163,7 +171,9 @@ def test_the_cnns_gru_point_is_censused_as_cudnn_runs_it(one_thread):
     rnn = [o for o in found["ops"] if o["op"].startswith("aten._cudnn_rnn")]
     assert sorted((o["op"], o["calls"]) for o in rnn) == [("aten._cudnn_rnn", 2), ("aten._cudnn_rnn_backward", 2)]
     assert all(o["kernels"] > 1 and o["formula"] for o in rnn)
-    assert all("kernels" not in o for o in found["ops"] if o not in rnn)  # every other call launches one
+    # every other call launches one, but the loss, its gradient and the selected state's gradient (cuda_ops): two
+    assert {o["op"]: o["kernels"] for o in found["ops"] if o not in rnn and "kernels" in o} == {
+        "aten.mse_loss": 2, "aten.mse_loss_backward": 2, "aten.select_backward": 2}
 
 
 @pytest.mark.parametrize("module", [nn.GRU(3, 5), nn.LSTM(3, 5)], ids=["gru", "lstm"])

@@ -48,9 +48,12 @@ def gpu_speedups(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def speedup_table(rows: pd.DataFrame) -> pd.DataFrame:
-    sp = gpu_speedups(rows).rename(columns={"cpu_median_s": "cpu_s_per_epoch", "median_s": "gpu_s_per_epoch"})
-    return sp[["machine", "device", "device_name", "model", "variant", "batch_size", "rows", "cpu_s_per_epoch",
-               "gpu_s_per_epoch", "speedup"]]
+    """Each pair's speedup with its 95% interval, against the CPU at its default threads and at its fastest."""
+    sp = analysis.with_interval(gpu_speedups(rows)).rename(
+        columns={"cpu_median_s": "cpu_s_per_epoch", "median_s": "gpu_s_per_epoch", "cpu_torch_threads": "cpu_threads",
+                 "cpu_best_torch_threads": "best_cpu_threads"})
+    return sp[["machine", "device", "device_name", "model", "variant", "batch_size", "rows", "cpu_threads",
+               "cpu_s_per_epoch", "gpu_s_per_epoch", "speedup", "speedup_ci", "best_cpu_threads", "best_speedup"]]
 
 
 def data_size_crossovers(rows: pd.DataFrame) -> pd.DataFrame:
@@ -157,7 +160,9 @@ TABLES = {
         Table(data_size_crossovers, {"crossover_rows": "GPU faster from (rows)", "rows_compared": "Rows compared"},
               missing={"crossover_rows": "never"}, needs_gpu=True),
     "GPU speedup over the CPU for every point measured on both":
-        Table(speedup_table, {"cpu_s_per_epoch": "CPU (s per epoch)", "gpu_s_per_epoch": "GPU (s per epoch)"},
+        Table(speedup_table, {"cpu_s_per_epoch": "CPU (s per epoch)", "gpu_s_per_epoch": "GPU (s per epoch)",
+                              "cpu_threads": "CPU threads (torch's default)", "speedup_ci": "Speedup, 95% CI",
+                              "best_cpu_threads": "Fastest CPU threads", "best_speedup": "Speedup over the fastest CPU"},
               needs_gpu=True),
     "Tuned vs as written: milliseconds per training step":
         Table(variant_gains, {"step_ms_as_written": "As written (ms per step)", "step_ms_tuned": "Tuned (ms per step)",

@@ -9,17 +9,32 @@ input's and its hidden state's, `matmul` with the weight transposed) and one fus
 (`_thnn_fused_gru_cell`, `_thnn_fused_lstm_cell`; their backward, one kernel and a reduction per bias), all issued
 by C++ from one Python call: within `as_cudnn()` a cell given stand-in tensors runs them so.
 
-What one call does on the GPU, per layer and direction (cuDNN's standard algorithm, as Appleyard, Kocisky and
-Blunsom describe cuDNN 5's in "Optimizing Performance of Recurrent Neural Networks on GPUs", arXiv:1604.01946):
-- forward: one GEMM for every step's input projections, then per step the recurrent GEMM of all gates and one
-  kernel fusing the element-wise work: 1 + 2 x steps kernels;
-- backward: per step one fused element-wise kernel and one recurrent GEMM, one GEMM for every step's input
-  gradients, and, when the weights need gradients, one GEMM each for the input and the recurrent weights and
-  one reduction for the biases: 2 x steps + 1 (+ 3) kernels.
-An LSTM with a projection (proj_size) projects each step's hidden state before the next step's recurrent GEMM: one
-more GEMM per step each way, and one more for its weight's gradient. A stack trained with dropout drops out each
-layer's output before the next layer (as cudnnRNNForward does): one kernel per layer after the first, each way.
-These two follow from what the steps depend on; how cuDNN splits them into kernels is an assumption.
+What one call does on the GPU, per layer and direction.
+- A GRU of hidden size up to PERSISTENT_HIDDEN runs on cuDNN's block-persistent kernels, a fixed number per call
+  whatever its steps. An NVIDIA H200 (torch 2.11.0+cu130, cuDNN 9; the shipped record
+  results/intel-r-xeon-r-processor-8e260d9d/cnn-20261127T071417-9e258b.json, the GRU of 16 features -> 64 hidden over
+  32 steps, batch_first, at batches 64 and 512, its operator tables as measured, commit f22d75e) counted 37 kernels a
+  training step where this module had assumed 65 + 68 for the cuDNN calls alone (149 a step with the rest). Of the 37,
+  19 are the step's other operations (the head's 3 GEMMs, the loss and its gradient 2 each, the selected state's
+  gradient 2, ones_like, h0's zeros, the bias gradient's sum, Adam's 7 foreach kernels); the cuDNN calls' 18 are, in
+  the forward, the input GEMM of every step, RNN_blockPersist_fp_GRU and persistRNN_addBias (the biases; none without
+  them): 3; in the backward, GRU_elementWise_bp1, RNN_blockPersist_bp_GRU_FMA, GRU_elementWise_bp2 and the input
+  gradient's GEMM (4), and for the weights three GEMMs and two split-K reductions (cublasLt splitKreduce_kernel): 5.
+- Any other layer (an LSTM, an RNN, a GRU of a larger hidden size: not measured) as cuDNN's standard algorithm, as
+  Appleyard, Kocisky and Blunsom describe cuDNN 5's in "Optimizing Performance of Recurrent Neural Networks on GPUs"
+  (arXiv:1604.01946): forward, one GEMM for every step's input projections, then per step the recurrent GEMM of all
+  gates and one kernel fusing the element-wise work: 1 + 2 x steps kernels; backward, per step one fused element-wise
+  kernel and one recurrent GEMM, one GEMM for every step's input gradients, and, when the weights need gradients, one
+  GEMM each for the input and the recurrent weights and one reduction for the biases: 2 x steps + 1 (+ 3) kernels.
+  An LSTM with a projection (proj_size) projects each step's hidden state before the next step's recurrent GEMM: one
+  more GEMM per step each way, and one more for its weight's gradient. How cuDNN splits these into kernels is an
+  assumption.
+- Either way, per call: a stack trained with dropout drops out each layer's output before the next layer (as
+  cudnnRNNForward does): one kernel per layer after the first, each way; and torch's wrapper (aten/src/ATen/native/
+  cudnn/RNN.cpp) launches its own: a batch_first input is transposed and made contiguous (a copy) in the forward and
+  in the backward, again for the weights' gradients, and so is the output's gradient; the weights' gradient buffer is
+  zeroed (cuDNN accumulates into it); an output or final state whose gradient is undefined gets a zeros_like (a fill).
+  The H200's 18 hold 4 such copies and 2 fills (the buffer; the unused output's gradient).
 FLOPs are the GEMMs' (2 per multiply-accumulate); the element-wise work is left out, as the FLOP counter leaves out
 a linear layer's bias. The backward's data and weight GEMMs each do what the forward's do. Packed sequences keep
 the meta device's step-by-step operations."""
@@ -38,6 +53,12 @@ CELLS = ("gru_cell", "lstm_cell")  # the torch._VF cells CUDA fuses (an RNN cell
 GATES = {0: 1, 1: 1, 2: 4, 3: 3}  # per mode
 PROJECTED = (3, 5)  # weights per layer of an LSTM with a projection (w_ih, w_hh, w_hr; with biases between)
 WEIGHT_GRADIENT_KERNELS = 3  # input weights' GEMM, recurrent weights' GEMM, the biases' reduction
+# cuDNN's block-persistent GRU (the H200's figures above): the largest hidden size measured on it, and its kernels per
+# layer and direction
+PERSISTENT_HIDDEN = 64
+PERSISTENT_FORWARD = 2  # the input GEMM and RNN_blockPersist_fp_GRU; persistRNN_addBias too with biases
+PERSISTENT_BACKWARD = 4  # GRU_elementWise_bp1, RNN_blockPersist_bp_GRU_FMA, GRU_elementWise_bp2, the input gradient's GEMM
+PERSISTENT_WEIGHT_GRADIENT = 5  # three GEMMs and two split-K reductions
 
 
 class _CudnnVF:
@@ -151,14 +172,26 @@ def forward_flops(input, weights, weight_stride0, weight_buf, hx, cx, mode, hidd
     return sum(layer.flops() for layer in _layers(input, weights, weight_stride0, batch_first))
 
 
+def persistent(mode: int, hidden_size: int, proj_size: int) -> bool:
+    """Whether cuDNN runs the call on its block-persistent kernels (a GRU of hidden size up to PERSISTENT_HIDDEN)."""
+    return mode == MODES["gru"] and hidden_size <= PERSISTENT_HIDDEN and not proj_size
+
+
+def _biased(weight_stride0: int) -> bool:
+    return weight_stride0 in (4, 5)  # w_ih, w_hh, b_ih, b_hh (and an LSTM's w_hr)
+
+
 def forward_kernels(args, kwargs) -> int:
-    """The kernels one `aten._cudnn_rnn` call launches: 1 + (2 or 3) x steps per layer and direction, and the
-    dropouts between its layers."""
-    input, weights, weight_stride0, num_layers, batch_first, dropout, train = (
-        args[i] for i in (0, 1, 2, 9, 10, 11, 12))
-    return _dropouts(num_layers, dropout, train) + sum(
-        1 + (1 + layer.per_step_gemms()) * layer.steps
-        for layer in _layers(input, weights, weight_stride0, batch_first))
+    """The kernels one `aten._cudnn_rnn` call launches: per layer and direction 2 or 3 on the persistent kernels, else
+    1 + (2 or 3) x steps; the dropouts between its layers; a batch_first input's copy."""
+    input, weights, weight_stride0, mode, hidden_size, proj_size, num_layers, batch_first, dropout, train = (
+        args[i] for i in (0, 1, 2, 6, 7, 8, 9, 10, 11, 12))
+    if persistent(mode, hidden_size, proj_size):
+        per_layer = lambda layer: PERSISTENT_FORWARD + _biased(weight_stride0)
+    else:
+        per_layer = lambda layer: 1 + (1 + layer.per_step_gemms()) * layer.steps
+    return _dropouts(num_layers, dropout, train) + bool(batch_first) + sum(
+        map(per_layer, _layers(input, weights, weight_stride0, batch_first)))
 
 
 def backward_flops(input, weights, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode,
@@ -171,14 +204,22 @@ def backward_flops(input, weights, weight_stride0, weight_buf, hx, cx, output, g
 
 
 def backward_kernels(args, kwargs) -> int:
-    """The kernels one `aten._cudnn_rnn_backward` call launches: (2 or 3) x steps + 1 per layer and direction, 3 (or
-    4) more when the weights need gradients, and the dropouts between its layers."""
-    input, weights, weight_stride0, num_layers, batch_first, dropout, train, output_mask = (
-        args[i] for i in (0, 1, 2, 13, 14, 15, 16, 21))
-    return _dropouts(num_layers, dropout, train) + sum(
-        (1 + layer.per_step_gemms()) * layer.steps + 1
-        + (WEIGHT_GRADIENT_KERNELS + bool(layer.projected) if output_mask[3] else 0)
-        for layer in _layers(input, weights, weight_stride0, batch_first))
+    """The kernels one `aten._cudnn_rnn_backward` call launches: per layer and direction 4 on the persistent kernels
+    (5 more when the weights need gradients), else (2 or 3) x steps + 1 (3 or 4 more); the dropouts between its
+    layers; torch's copies of a batch_first input (twice with the weights' gradients) and of its output's gradient,
+    the zeroed weight gradients and a zeros_like for each gradient that is undefined."""
+    (input, weights, weight_stride0, cx, grad_output, grad_hy, grad_cy, mode, hidden_size, proj_size, num_layers,
+     batch_first, dropout, train, output_mask) = (args[i] for i in (0, 1, 2, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 21))
+    weighted = bool(output_mask[3])
+    if persistent(mode, hidden_size, proj_size):
+        per_layer = lambda layer: PERSISTENT_BACKWARD + (PERSISTENT_WEIGHT_GRADIENT if weighted else 0)
+    else:
+        per_layer = lambda layer: ((1 + layer.per_step_gemms()) * layer.steps + 1
+                                   + (WEIGHT_GRADIENT_KERNELS + bool(layer.projected) if weighted else 0))
+    wrapper = ((2 + weighted if batch_first else 0) + weighted + (grad_output is None) + (grad_hy is None)
+               + (cx is not None and grad_cy is None))
+    return _dropouts(num_layers, dropout, train) + wrapper + sum(
+        map(per_layer, _layers(input, weights, weight_stride0, batch_first)))
 
 
 def _backward_shapes(input, weights, weight_stride0, weight_buf, hx, cx, *args):
