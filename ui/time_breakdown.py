@@ -34,7 +34,8 @@ def where_time_goes(name: str, rows: pd.DataFrame) -> None:
     st.caption(f"Each bar is one {unit} of the latest complete run: the profiler's device compute (on the CPU, "
                "the operators' own time), copies, sync waits and data loading, and the rest of the timed median "
                "as host overhead. Under each label, the census of the same work: ATen operations, those that "
-               "would launch a kernel on a GPU, host synchronisations and bytes copied between host and device.")
+               "would launch a kernel on a GPU (on a GPU, the kernels its profiler counted, where it counted them), host "
+               "synchronisations and bytes copied between host and device.")
     unreconciled = picked[picked["breakdown_adds_up"] == False]  # noqa: E712 (None means not taken)
     if len(unreconciled):
         st.warning("The profiler's parts exceed the timed median by more than the stated tolerance for: "

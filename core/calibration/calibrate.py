@@ -7,7 +7,9 @@ Within a probe each figure is the best of its samples (as timeit advises): a sho
 machine as it is at that moment. The probes then run `passes` times over, tens of seconds apart, and each
 figure is the median over passes: a record's time is the median of samples spread over its run, and a
 machine (a shared VM above all) can change speed from one few seconds to the next, so the figures the cost
-model predicts a median with are medians too."""
+model predicts a median with are medians too. Once the passes are over the figures check themselves
+(core.calibration.sanity): one beyond its hardware's specification or far above its siblings is measured again, and
+flagged when it stays so; a figure held at a floor or ceiling is listed as such."""
 import collections
 import functools
 import gc
@@ -29,7 +31,7 @@ from tqdm import tqdm
 from core import devices, versions
 from core.measure import census, gc_watch, graphs, timing
 from core.model import conv_probes, costmodel, hardware, profiles
-from core.calibration import module_probes, op_probes
+from core.calibration import module_probes, op_probes, sanity
 from core.calibration.efforts import FULL, QUICK, Effort
 from core.store import results
 from core.measure.kernels import cpu_attention
@@ -74,6 +76,10 @@ BARE_OPS: dict[str, float] = {}  # per device, in the pass going on
 PASS: dict[str, dict] = {}  # each device's figures measured so far in the pass going on
 TRAINING_CALLS: dict[tuple[str, str], float] = {}  # a conv probe's training call's work seconds per (device, input)
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
+# Every figure held at a floor or ceiling over the calibration's passes and its figures measured again, by (device,
+# figure, key): the profile's "floors" (sanity.floors) are those whose stored value is such a bound
+FLOORS: dict[tuple, list[dict]] = {}
+AT_LEAST_BARE = "at least a bare op (op_overhead_no_grad)"
 
 
 CALIBRATED_KINDS = ("cpu", "cuda")
@@ -108,6 +114,12 @@ def _beyond(seconds: float, dispatch: float) -> float:
     return max(seconds - dispatch, MIN_WORK_SHARE * seconds)
 
 
+def _held(device: str, figure: str, raw: float, floor: float = -math.inf, ceiling: float = math.inf,
+          key: str = None, why: str = "") -> float:
+    """A figure held at a floor (or a ceiling), logged in FLOORS when that changed it (sanity.held)."""
+    return sanity.held(FLOORS, device, figure, raw, floor, ceiling, key, why)
+
+
 def _bare_op_seconds(device: str, effort: Effort) -> float:
     """A bare operation's seconds, timed once per pass (take clears BARE_OPS): a pass's probes subtract one figure."""
     if device not in BARE_OPS:
@@ -131,14 +143,18 @@ def op_overhead(device: str, effort: Effort) -> dict:
     with torch.no_grad():
         bare = _seconds(lambda: torch.add(a, b), device, effort)
     python = python_costs(device, effort)
-    nested = _nested_op_seconds(bare, device, effort)
-    return {"op_overhead_autograd": _recording_op_seconds(bare, nested, python, device, effort),
-            "op_overhead_nested": nested, "op_overhead_nested_no_grad": _nested_no_grad_op_seconds(device, effort),
-            "op_overhead_transformed": _transformed_op_seconds(bare, python, device, effort),
+    nested = _held(device, "op_overhead_nested", _nested_op_seconds(bare, device, effort), bare, why=AT_LEAST_BARE)
+    return {"op_overhead_autograd": _held(device, "op_overhead_autograd",
+                                          _recording_op_seconds(bare, nested, python, device, effort), bare,
+                                          why=AT_LEAST_BARE),
+            "op_overhead_nested": nested,
+            "op_overhead_nested_no_grad": _nested_no_grad_op_seconds(device, effort),
+            "op_overhead_transformed": _held(device, "op_overhead_transformed",
+                                             _transformed_op_seconds(python, device, effort), bare, why=AT_LEAST_BARE),
             "op_overhead_no_grad": bare, **python}
 
 
-def _transformed_op_seconds(bare: float, python: dict, device: str, effort: Effort) -> float:
+def _transformed_op_seconds(python: dict, device: str, effort: Effort) -> float:
     """Host seconds per operation under a torch.func transform: a jvp through a one-sample Linear-Tanh-Linear
     (TRANSFORMED_MLP), less its module calls at their figures, over its operations (functorch's work on each,
     and its Python around them)."""
@@ -149,7 +165,7 @@ def _transformed_op_seconds(bare: float, python: dict, device: str, effort: Effo
     def step():
         torch.func.jvp(model, (x,), (torch.ones_like(x),))
     found = _counted(step, device)
-    return max((_seconds(step, device, effort) - _module_seconds(found, python)) / found["operations"], bare)
+    return (_seconds(step, device, effort) - _module_seconds(found, python)) / found["operations"]
 
 
 def _nested_no_grad_op_seconds(device: str, effort: Effort) -> float:
@@ -161,7 +177,8 @@ def _nested_no_grad_op_seconds(device: str, effort: Effort) -> float:
             gru(x)
     (few, few_s), (many, many_s) = [(found["operations"], seconds)
                                     for found, seconds in _gru_lengths(forward, device, effort)]
-    return max((many_s - few_s) / (many - few), profiles.FIELD["op_overhead_nested_no_grad"].low)
+    return _held(device, "op_overhead_nested_no_grad", (many_s - few_s) / (many - few),
+                 profiles.FIELD["op_overhead_nested_no_grad"].low, why="at least the field's sane range")
 
 
 def _nested_op_seconds(bare: float, device: str, effort: Effort) -> float:
@@ -175,7 +192,7 @@ def _nested_op_seconds(bare: float, device: str, effort: Effort) -> float:
         nested = sum(op["calls"] for op in found["ops"] if op["autograd"] and op["nested"])
         points.append((nested, sum(op["calls"] for op in found["ops"]) - nested, seconds))
     (few, few_other, few_s), (many, many_other, many_s) = points
-    return max((many_s - few_s - (many_other - few_other) * bare) / (many - few), bare)
+    return (many_s - few_s - (many_other - few_other) * bare) / (many - few)
 
 
 def _gru_lengths(run: Callable, device: str, effort: Effort) -> list[tuple[dict, float]]:
@@ -205,7 +222,7 @@ def _recording_op_seconds(bare: float, nested: float, python: dict, device: str,
              + issued_nested * nested + _module_seconds(found, python)
              + stretch["optimizer_steps"] * python["optimizer_step"])
     seconds = min(timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds).samples)
-    return max((seconds - known) / (recording - issued_nested), bare)
+    return (seconds - known) / (recording - issued_nested)
 
 
 def _training_step(device: str) -> Callable[[], None]:
@@ -244,22 +261,27 @@ def python_costs(device: str, effort: Effort) -> dict:
         optimizer.step()
         steps.append((census.of(optimizer.step, device).summary()["operations"], _seconds(optimizer.step, device, effort)))
     (few_ops, few_s), (many_ops, many_s) = steps
-    per_op = max((many_s - few_s) / (many_ops - few_ops), _seconds(lambda: torch.add(x, x), device, effort))
+    per_op = _held(device, "optimizer_op_overhead", (many_s - few_s) / (many_ops - few_ops),
+                   _seconds(lambda: torch.add(x, x), device, effort), why="at least an add's time")
     bare_module = _seconds(lambda: identity(x), device, effort)
     return {"module_call": bare_module, "module_call_seconds": module_costs(device, effort, bare_module),
-            "optimizer_step": max(few_s - few_ops * per_op, 0.0), "optimizer_op_overhead": per_op}
+            "optimizer_step": _held(device, "optimizer_step", few_s - few_ops * per_op, 0.0, why="at least 0"),
+            "optimizer_op_overhead": per_op}
 
 
 def module_costs(device: str, effort: Effort, bare_module: float) -> dict:
     """Seconds of each core.calibration.module_probes layer's call beyond the operations it issues (no grad: its Python
     alone), at least a bare module's call (`bare_module`), which every call pays."""
-    costs = {}
+    return {name: module_cost(name, device, effort, bare_module) for name in module_probes.PROBES}
+
+
+def module_cost(name: str, device: str, effort: Effort, bare_module: float) -> float:
+    """module_costs' figure for one layer (`name`, a key of module_probes.PROBES)."""
+    module_call, operations = module_probes.PROBES[name]()
     with torch.no_grad():
-        for name, build in module_probes.PROBES.items():
-            module_call, operations = build()
-            costs[name] = max(_seconds(module_call, device, effort) - _seconds(operations, device, effort),
-                              bare_module)
-    return costs
+        seconds = _seconds(module_call, device, effort) - _seconds(operations, device, effort)
+    return _held(device, "module_call_seconds", seconds, bare_module, key=name,
+                 why="at least a bare module's call (module_call)")
 
 
 def loader_cost(device: str, effort: Effort) -> dict:
@@ -303,7 +325,7 @@ def numpy_field_seconds(device: str, effort: Effort) -> float:
     samples = min(effort.loader_rows, LOADER_PASS_BATCHES * NUMPY_LOADER_BATCH)
     tensors, arrays = (min(_loader_passes(NUMPY_LOADER_BATCH, samples, device, LOADER_PASSES, numpy)[0])
                        for numpy in (False, True))
-    return max(arrays - tensors, 0.0) / (2 * samples)
+    return _held(device, "loader_numpy_field_seconds", (arrays - tensors) / (2 * samples), 0.0, why="at least 0")
 
 
 class _NumpyRows(Dataset):
@@ -437,7 +459,8 @@ def conv_backward_share(device: str, effort: Effort) -> dict:
             key = conv_probes.input_key(shape)
             forward = _work_seconds(lambda: conv(x), device, effort)
             whole = TRAINING_CALLS.get((device, key)) or _training_seconds(conv, x, device, effort)
-            shares[key] = min(max(1 - forward / whole, 0.0), MAX_BACKWARD_SHARE)
+            shares[key] = _held(device, "conv_backward_share", 1 - forward / whole, 0.0, MAX_BACKWARD_SHARE, key=key,
+                                why="between 0 and MAX_BACKWARD_SHARE: a forward is never free")
     return {"conv_backward_share": shares}
 
 
@@ -478,8 +501,9 @@ def listed_op_costs(device: str, effort: Effort) -> dict:
     calls, elements = {}, {}
     for name, build in op_probes.PROBES.items():
         (few, few_s), (many, many_s) = (_elements_and_seconds(build(rows), device, effort) for rows in LISTED_OP_ROWS)
-        elements[name] = max((many_s - few_s) / (many - few), 0.0)
-        calls[name] = max(few_s - few * elements[name], 0.0)
+        elements[name] = _held(device, "op_element_seconds", (many_s - few_s) / (many - few), 0.0, key=name,
+                               why="at least 0")
+        calls[name] = _held(device, "op_call_seconds", few_s - few * elements[name], 0.0, key=name, why="at least 0")
     return {"op_call_seconds": calls, "op_element_seconds": elements,
             "sort_row_element_seconds": sort_row_costs(device, effort)}
 
@@ -595,7 +619,10 @@ def training_op_overhead(device: str, effort: Effort) -> dict:
     step = _training_step(device)
     found = _counted(step, device)
     seconds = min(timing.micro(step, device, repeats=3 * effort.repeats, block_seconds=3 * effort.block_seconds).samples)
-    return {costmodel.TRAINING_OP: training_figure(seconds, found, PASS["cpu"], PASS[device])}
+    launch = PASS[device]["launch_overhead"]
+    return {costmodel.TRAINING_OP: _held(device, costmodel.TRAINING_OP, _training_line(seconds, found, PASS["cpu"],
+                                                                                      PASS[device]), launch,
+                                         why="at least a launch (launch_overhead)")}
 
 
 def training_figure(seconds: float, found: dict, host: dict, gpu: dict) -> float:
@@ -603,12 +630,17 @@ def training_figure(seconds: float, found: dict, host: dict, gpu: dict) -> float
     `seconds` (the step's time: its kernels are tiny, so the host's side is what it waits for), at least a launch
     (launch_overhead): from there each recording operation Python issues costs the
     figure alone (its launch inside it), so the host's side grows by the recording calls for each second of it."""
+    return max(_training_line(seconds, found, host, gpu), gpu["launch_overhead"])
+
+
+def _training_line(seconds: float, found: dict, host: dict, gpu: dict) -> float:
+    """training_figure before it is held at a launch: below one where the step took less than it is priced at then."""
     recording = costmodel.recording_calls(found)
     if not recording:
         raise ValueError("the training step's census has no recording operation on the GPU to price")
     launch = gpu["launch_overhead"]
     at_launch = costmodel.host_seconds(found, hardware.calibrating(host, gpu | {costmodel.TRAINING_OP: launch}))
-    return launch + max(seconds - at_launch, 0.0) / recording
+    return launch + (seconds - at_launch) / recording
 
 
 @dataclass(frozen=True)
@@ -657,6 +689,8 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
     busy_before, own_before = _busy_cpu_seconds(), _own_cpu_seconds()
     steps = [(device, probe) for device in names for probe in PROBES if devices.kind(device) in probe.kinds]
     passes = [{device: {} for device in names} for _ in range(effort.passes)]
+    made = {}  # (device, figure) -> the probe that measures it: what a figure measured again runs
+    FLOORS.clear()
     watch = timing.Stopwatch("cpu")
     watch.start()
     with tqdm(total=len(steps) * effort.passes, desc="calibrating", unit="probe", disable=not progress,
@@ -668,17 +702,32 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
             PASS.update(measured)  # the same dicts the probes' figures are merged into
             for device, probe in steps:
                 bar.set_postfix_str(f"pass {number}/{effort.passes}: {device} {probe.title}")
-                measured[device] |= _measure(probe, device, effort)
+                found = _measure(probe, device, effort)
+                made |= dict.fromkeys(((device, figure) for figure in found), probe)
+                measured[device] |= found
                 bar.update()
     PASS.clear()
-    seconds = watch.lap("calibration")
-    others = (_busy_cpu_seconds() - busy_before) - (_own_cpu_seconds() - own_before)
     measured = {device: _medians([found[device] for found in passes]) for device in names}
     fp = devices.fingerprint()
+    flags = [{"device": device} | flag for device in names for flag in sanity.check(
+        measured[device], sanity.catalogue_entry(fp, device), functools.partial(_retake, device, effort, made, measured))]
+    floors = sanity.floors(measured, FLOORS)
+    FLOORS.clear()
+    seconds = watch.lap("calibration")
+    others = (_busy_cpu_seconds() - busy_before) - (_own_cpu_seconds() - own_before)
     return {"schema": profiles.SCHEMA_VERSION, "machine_id": fp["machine_id"], "fingerprint": fp,
             "code_version": versions.code_version(), "taken": taken, "seconds": seconds, "quick": quick,
             "load_per_core": max(others, 0.0) / (seconds * psutil.cpu_count()), "cpu": measured.pop("cpu"),
-            "gpus": measured}
+            "gpus": measured, "flags": flags, "floors": floors}
+
+
+def _retake(device: str, effort: Effort, made: dict, measured: dict, figure: str, key: str | None) -> float:
+    """One figure measured again, as cheaply as it can be (sanity.check): a layer's module call alone, any other
+    figure by the probe that measures it."""
+    if figure == "module_call_seconds":
+        return module_cost(key, device, effort, measured[device]["module_call"])
+    found = made[(device, figure)].measure(device, effort)[figure]
+    return found if key is None else found[key]
 
 
 def _busy_cpu_seconds() -> float:
@@ -721,4 +770,4 @@ def report(profile: dict) -> str:
     lines = [f"{device:<{widths[0]}}  {field:<{widths[1]}}  {value:>{widths[2]}} {unit:<{widths[3]}}  {what}"
              for device, field, value, unit, what in table]
     busy = profiles.busy_note(profile)
-    return "\n".join(lines + ([f"note: {busy}"] if busy else []))
+    return "\n".join(lines + profiles.check_notes(profile) + ([f"note: {busy}"] if busy else []))

@@ -7,7 +7,11 @@ built from FIELDS on the way in and out.
  "load_per_core" (other work's share of each logical core while it ran: the machine's busy CPU time, a VM's
  stolen time included, less the calibration's own, over its seconds and the logical cores; profiles taken before
  this version hold the 1-minute load average per logical core as it began), "cpu": {field: value},
- "gpus": {"cuda:N": {field: value}}}; a sized field's value is {size: value}."""
+ "gpus": {"cuda:N": {field: value}}, "flags": [...], "floors": [...]}; a sized field's value is {size: value}.
+"flags" (core.calibration.sanity): figures that broke a rule (above their hardware's specification, far above their
+siblings) when measured and again, which the cost model does not read (`sections`: the catalogue's figure in their
+place, or the figure as if never measured); "floors": figures whose value is a floor or ceiling they were held at,
+not a measurement. Profiles taken before these checks have neither."""
 import copy
 import json
 import re
@@ -297,6 +301,21 @@ SCHEMA = {
                  "additionalProperties": _section_schema("cuda")},
     },
 }
+_DEVICE = {"type": "string", "pattern": rf"^cpu$|{GPU_PATTERN}"}
+_FIGURE = {"enum": [f.name for f in FIELDS]}
+_NUMBER = {"type": "number"}
+# A flag holds the value the cost model reads instead, or names a key it can read the figure without
+SCHEMA["properties"]["flags"] = {"type": "array", "items": {
+    "type": "object", "required": ["device", "figure", "value", "again", "limit", "rule", "why"],
+    "properties": {"device": _DEVICE, "figure": _FIGURE, "key": {"type": "string"}, "value": _NUMBER, "again": _NUMBER,
+                   "limit": _NUMBER, "rule": {"enum": ["specification", "siblings"]}, "why": {"type": "string"},
+                   "instead": {"type": "number", "exclusiveMinimum": 0}},
+    "anyOf": [{"required": ["instead"]}, {"required": ["key"]}], "additionalProperties": False}}
+SCHEMA["properties"]["floors"] = {"type": "array", "items": {
+    "type": "object", "required": ["device", "figure", "raw", "why"],
+    "properties": {"device": _DEVICE, "figure": _FIGURE, "key": {"type": "string"}, "floor": _NUMBER,
+                   "ceiling": _NUMBER, "raw": _NUMBER, "why": {"type": "string"}},
+    "oneOf": [{"required": ["floor"]}, {"required": ["ceiling"]}], "additionalProperties": False}}
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 _FIELD_VALIDATORS = {f.name: jsonschema.Draft202012Validator(_value_schema(f)) for f in FIELDS}
 
@@ -412,7 +431,7 @@ def human_range(values, unit: str) -> tuple[str, str]:
 
 
 def _digits(number: float) -> str:
-    return f"{number:,.0f}" if number >= 100 else f"{number:#.3g}"
+    return f"{number:,.0f}" if abs(number) >= 100 else f"{number:#.3g}"
 
 
 def op_rows(profile: dict) -> list[dict]:
@@ -440,23 +459,83 @@ EARLIER_MEANINGS = {"op_overhead_autograd": (
     "C++'s alike (a profile from before op_overhead_nested was measured)")}
 
 
-def sections(profile: dict) -> dict[str, dict]:
-    """Each calibrated device's figures: 'cpu' and every 'cuda:N'."""
+def measured(profile: dict) -> dict[str, dict]:
+    """Each calibrated device's figures as measured: 'cpu' and every 'cuda:N'."""
     return {"cpu": profile["cpu"], **profile["gpus"]}
 
 
+def sections(profile: dict) -> dict[str, dict]:
+    """Each calibrated device's figures as the cost model reads them: as measured, less what the profile flags (a
+    flagged figure's value is the one its flag holds instead; a flagged key without one is left out, and so is a
+    figure left with no key), so that it falls back as a profile without that figure does."""
+    found = measured(profile)
+    for flag in profile.get("flags", ()):
+        section = found.get(flag["device"])
+        if section is None or flag["figure"] not in section:
+            continue
+        found[flag["device"]] = section = dict(section)
+        figure, key = flag["figure"], flag.get("key")
+        if "instead" in flag:
+            section[figure] = flag["instead"] if key is None else {**section[figure], key: flag["instead"]}
+            continue
+        rest = {k: v for k, v in section[figure].items() if k != key} if key is not None else {}
+        if rest:
+            section[figure] = rest
+        else:
+            del section[figure]
+    return found
+
+
+def flagged(profile: dict, device: str, figure: str, key: str = None) -> dict | None:
+    """The profile's flag on a figure (a key of one), None when it has none."""
+    return next((f for f in profile.get("flags", ()) if (f["device"], f["figure"], f.get("key")) == (device, figure, key)),
+                None)
+
+
+def held(profile: dict, device: str, figure: str, key: str = None) -> dict | None:
+    """The profile's floor (or ceiling) entry for a figure (a key of one): its value is that bound, not a
+    measurement; None when it was measured."""
+    return next((f for f in profile.get("floors", ()) if (f["device"], f["figure"], f.get("key")) == (device, figure, key)),
+                None)
+
+
+def _flag_text(flag: dict) -> str:
+    unit = FIELD[flag["figure"]].unit
+    instead = (f"the cost model reads {' '.join(human(flag['instead'], unit))} (its hardware's catalogue figure) "
+               f"instead" if "instead" in flag else "the cost model reads the profile as if it were never measured")
+    return (f"flagged, not used: {' '.join(human(flag['value'], unit))}, and {' '.join(human(flag['again'], unit))} "
+            f"measured again, {flag['why']} ({' '.join(human(flag['limit'], unit))}); {instead}")
+
+
+def _held_text(entry: dict) -> str:
+    unit, bound = FIELD[entry["figure"]].unit, "floor" if "floor" in entry else "ceiling"
+    return (f"a {bound}, not a measurement: held at {' '.join(human(entry[bound], unit))} ({entry['why']}) where "
+            f"it measured {' '.join(human(entry['raw'], unit))}")
+
+
+def check_notes(profile: dict) -> list[str]:
+    """A line per flagged figure and per figure held at a floor or ceiling."""
+    return [f"{entry['device']} {entry['figure']}{' @ ' + entry['key'] if 'key' in entry else ''}: {text(entry)}"
+            for entries, text in ((profile.get("flags", ()), _flag_text), (profile.get("floors", ()), _held_text))
+            for entry in entries]
+
+
 def rows(profile: dict) -> list[dict]:
-    """The profile as table rows in display units, one per device, field and size, in FIELDS order."""
+    """The profile as table rows in display units, one per device, field and size, in FIELDS order: its figures as
+    measured, what it is saying so where one is flagged or held at a floor."""
     table = []
-    for device, values in sections(profile).items():
+    for device, values in measured(profile).items():
         for field in fields_for(devices.kind(device)):
             if field.name not in values:
                 continue
             value = values[field.name]
             for size, number in (value.items() if field.sized else [("", value)]):
                 shown, unit = human(number, field.unit)
+                flag, bound = (find(profile, device, field.name, size or None) for find in (flagged, held))
+                checked = "".join(f"; {text(entry)}" for entry, text in ((flag, _flag_text), (bound, _held_text))
+                                  if entry)
                 table.append({"device": device, "field": field.name, "size": size, "value": shown, "unit": unit,
-                              "what it is": _meaning(field, values)})
+                              "what it is": _meaning(field, values) + checked})
     return table
 
 
