@@ -2,7 +2,7 @@
 over), and what the profile keeps of them:
 
 - specification: a figure above what its hardware can do at all (the machine's CPU or GPU matched to a catalogue
-  entry, core.model.hardware; its peak in SPECS) is measured again once; if it stays above, it is flagged, and the
+  entry, core.model.hardware; its maker's peak, the entry's `peak` in core/model/hardware.json) is measured again once; if it stays above, it is flagged, and the
   cost model reads the catalogue's figure for that hardware in its place (core.model.profiles.sections);
 - siblings: one key of a family of alike figures (FAMILIES: every module call costs a few microseconds of Python)
   above SIBLING_RATIO times the family's median is measured again once; if it stays above, it is flagged, and the
@@ -23,24 +23,6 @@ from core.model import hardware
 
 SIBLING_RATIO = 10.0  # a family's key above this many times the family's median: a stall, not the machine
 FAMILIES = ("module_call_seconds",)  # keyed figures whose keys cost alike (a layer's Python beyond its operations)
-# Each catalogue entry's peak, as its maker publishes it: memory bandwidth (B/s; a copy's bytes read and written,
-# as calibrate counts them, move no faster) and FP32 rate without tensor cores (FLOP/s, at boost clock; calibrate's
-# torch.mm leaves TF32 off). NVIDIA's data sheets; the K80's for the one GK210 PyTorch sees; Intel's ARK for the
-# i9-12900KF (DDR5-4800, two channels).
-SPECS = {
-    "k80": {"memory_bandwidth": 240e9, "matmul_flops": 4.37e12},
-    "t4": {"memory_bandwidth": 320e9, "matmul_flops": 8.1e12},
-    "v100": {"memory_bandwidth": 900e9, "matmul_flops": 15.7e12},
-    "rtx-3080-ti": {"memory_bandwidth": 912e9, "matmul_flops": 34.1e12},
-    "a100-40gb-pcie": {"memory_bandwidth": 1555e9, "matmul_flops": 19.5e12},
-    "a100-80gb-sxm": {"memory_bandwidth": 2039e9, "matmul_flops": 19.5e12},
-    "l4": {"memory_bandwidth": 300e9, "matmul_flops": 30.3e12},
-    "rtx-4090": {"memory_bandwidth": 1008e9, "matmul_flops": 82.6e12},
-    "h100-pcie": {"memory_bandwidth": 2000e9, "matmul_flops": 51.2e12},
-    "h100-sxm": {"memory_bandwidth": 3350e9, "matmul_flops": 67e12},
-    "h200": {"memory_bandwidth": 4800e9, "matmul_flops": 67e12},
-    "i9-12900kf": {"memory_bandwidth": 76.8e9},
-}
 FLOPS_PER_CALL = {"matmul_flops": lambda n: 2.0 * int(n) ** 3}  # a sized figure's key as the catalogue sizes it
 
 Retake = Callable[[str, str | None], float]  # (figure, key) -> the figure measured again
@@ -62,8 +44,8 @@ def _entries(value) -> list[tuple[str | None, float]]:
 
 
 def above_specification(section: dict, entry: hardware.Device | None) -> list[dict]:
-    """The figures of a device's section above its catalogue entry's peak (SPECS)."""
-    limits = SPECS.get(entry.name, {}) if entry else {}
+    """The figures of a device's section above its catalogue entry's peak (the maker's, core/model/hardware.json)."""
+    limits = entry.peak if entry else {}
     return [_suspect(figure, key, value, limit, "specification", f"above the {entry.title}'s specification")
             for figure, limit in limits.items() for key, value in _entries(section.get(figure, {}))
             if value > limit]

@@ -11,7 +11,7 @@ keyed one's {operation: value}."""
 import json
 import re
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
@@ -117,6 +117,7 @@ class Device:
     origin: str
     figures: Mapping[str, Figure]
     machine: str | None = None
+    peak: Mapping[str, float] = field(default_factory=dict)  # the maker's peaks: what no figure of it can exceed
 
     def value(self, field: str, flops: float = None) -> float:
         """A figure's value; a sized one at `flops` per call (see Figure.at)."""
@@ -192,7 +193,10 @@ def _schema(source_ids: list[str]) -> dict:
     entry = {"type": "object", "required": ["name", "title", "kind", "aliases", "figures"], "additionalProperties": False,
              "properties": {"name": {"type": "string", "pattern": NAME_PATTERN}, "title": text, "kind": {"enum": list(KINDS)},
                             "aliases": {"type": "array", "items": text}, "figures": {"type": "object",
-                                                                                     "additionalProperties": figure}},
+                                                                                     "additionalProperties": figure},
+                            "peak": {"type": "object", "required": ["source"], "additionalProperties": False,
+                                     "properties": {"memory_bandwidth": positive, "matmul_flops": positive,
+                                                    "source": {"enum": source_ids}}}},
              "allOf": per_kind}
     source = {"type": "object", "required": ["title"], "additionalProperties": False,
               "properties": {"title": text, "url": {"type": "string", "pattern": "^https://"}, "where": text},
@@ -295,7 +299,8 @@ def _catalogue_device(entry: dict, sources: dict) -> Device:
     figures = {field: Figure(_value(field, spec["value"]), spec.get("source"), spec["assumption"], spec["note"],
                              _citation(sources, spec.get("source")))
                for field, spec in entry["figures"].items()}
-    return Device(entry["name"], entry["title"], entry["kind"], "catalogue", figures)
+    peak = {name: value for name, value in entry.get("peak", {}).items() if name != "source"}
+    return Device(entry["name"], entry["title"], entry["kind"], "catalogue", figures, peak=peak)
 
 
 def _citation(sources: dict, source_id: str | None) -> str:

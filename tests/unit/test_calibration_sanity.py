@@ -8,7 +8,7 @@ from core.calibration import calibrate, efforts, sanity
 from core.model import costmodel, hardware, profiles
 from tests.unit.test_hardware import made_profile
 
-I9 = "12th Gen Intel(R) Core(TM) i9-12900KF"  # a CPU the catalogue lists (i9-12900kf), its spec in sanity.SPECS
+I9 = "12th Gen Intel(R) Core(TM) i9-12900KF"  # a CPU the catalogue lists (i9-12900kf), its peak in core/model/hardware.json
 RELU, TANH, STALLED = 1.5e-6, 1.2e-6, 615e-6
 FAMILY = {"ReLU": RELU, "Tanh": TANH, "Sigmoid": 1.2e-6, "GELU": 1.7e-6, "Mish": 1.5e-6}
 
@@ -42,7 +42,7 @@ def _reading(**figures):
 
 def test_a_figure_above_its_hardware_s_specification_is_measured_again_flagged_and_not_read(calibrating):
     take, calls = calibrating
-    peak = sanity.SPECS["i9-12900kf"]["memory_bandwidth"]
+    peak = hardware.catalogue().devices["i9-12900kf"].peak["memory_bandwidth"]
     profile = take({"memory bandwidth": [_reading(memory_bandwidth=1.2 * peak), _reading(memory_bandwidth=1.1 * peak)],
                     "op overhead": [_reading(op_overhead_no_grad=2e-6)]}, cpu_model=I9)
     assert calls == {"memory bandwidth": 2, "op overhead": 1}  # the offending probe again, nothing else
@@ -60,7 +60,7 @@ def test_a_figure_above_its_hardware_s_specification_is_measured_again_flagged_a
 
 def test_a_figure_back_within_its_specification_when_measured_again_is_kept_unflagged(calibrating):
     take, calls = calibrating
-    peak = sanity.SPECS["i9-12900kf"]["memory_bandwidth"]
+    peak = hardware.catalogue().devices["i9-12900kf"].peak["memory_bandwidth"]
     profile = take({"memory bandwidth": [_reading(memory_bandwidth=1.2 * peak), _reading(memory_bandwidth=0.5 * peak)]},
                    cpu_model=I9)
     assert calls == {"memory bandwidth": 2} and profile["flags"] == []
