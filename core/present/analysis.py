@@ -348,11 +348,22 @@ def cpu_baselines(pairs: pd.DataFrame, value: str = "median_s") -> str:
     first = f"Against the CPU of its machine at {which} the GPU is {_faster(default)}"
     if (pairs[f"cpu_best_{value}"] == pairs[f"cpu_{value}"]).all():
         if (pairs["cpu_thread_settings"] > 1).any():
-            return f"{first}; no other thread setting measured made that CPU faster."
-        return f"{first}; only the default threads were measured on that CPU."
+            return f"{first}; no other thread setting measured made that CPU faster. {gpu_precision(pairs)}"
+        return f"{first}; only the default threads were measured on that CPU. {gpu_precision(pairs)}"
     best = stats.ratio(pairs, f"cpu_best_{value}", value)
     return (f"{first}; against that CPU at its fastest thread setting measured "
-            f"({_threads_text(pairs.get('cpu_best_torch_threads'))}) {_faster(best)}.")
+            f"({_threads_text(pairs.get('cpu_best_torch_threads'))}) {_faster(best)}. {gpu_precision(pairs)}")
+
+
+def gpu_precision(pairs: pd.DataFrame) -> str:
+    """What precision the GPU's rows ran in, as recorded (runs before it was recorded ran with cuDNN's default)."""
+    tf32 = pairs["tf32_cudnn"] if "tf32_cudnn" in pairs else pd.Series([None] * len(pairs), dtype=object)
+    if tf32.isna().any():
+        return ("Some of these GPU runs predate precision control: cuDNN's default then allowed TF32 in their "
+                "convolutions and recurrent layers, against FP32 on the CPU.")
+    if tf32.astype(bool).any():
+        return "The GPU was allowed TF32 (a tuned variant that says so), against FP32 on the CPU."
+    return "The GPU ran in FP32 (TF32 off, cuDNN's benchmark off), as the CPU did."
 
 
 def _faster(ratio: Interval) -> str:

@@ -129,3 +129,12 @@ def test_the_run_command_prints_each_verdict_with_its_basis_and_interval(monkeyp
     lines = said.splitlines()
     gru = next(i for i, line in enumerate(lines) if "GRU" in line)
     assert lines[gru].startswith(f"- {NO_DATA} (no figure)") and "No results for gru" in lines[gru + 1]
+
+
+def test_a_verdict_states_the_gpus_precision_as_recorded():
+    older = verdict([gpu_machine(gpu_s=0.4, cpu16_s=0.2)])
+    assert "predate precision control" in older.evidence and "TF32" in older.evidence
+    fp32 = gpu_machine(gpu_s=0.4, cpu16_s=0.2)
+    fp32["rows"] = [r | ({"tf32_matmul": False, "tf32_cudnn": False, "cudnn_benchmark": False}
+                         if r["device"] != "cpu" else {}) for r in fp32["rows"]]
+    assert "The GPU ran in FP32" in verdict([fp32]).evidence
