@@ -62,20 +62,21 @@ def test_intervals_parse_from_text_with_zero_for_never():
         EXP.param("log_every").parse("1,never")
 
 
-def test_points_cover_every_interval_one_tuned_run_and_four_hook_checks():
+def test_points_cover_every_interval_one_tuned_run_four_hook_checks_and_the_read_cost():
     points = EXP.points(EXP.config("quick"), "cpu")
     written = [p.params["log_every"] for p in points if p.variant == iris.AS_WRITTEN]
     assert written == list(INTERVALS)
     assert [p.params for p in points if p.variant == iris.TUNED] == [{"log_every": 1}]
     hooks = {(p.params["call"], p.params["hook"]) for p in points if p.variant == iris.HOOK_CHECK}
     assert hooks == {(c, h) for c in iris.CALLS for h in (False, True)}
+    assert [p.params for p in points if p.variant == iris.READ_COST] == [{"block_epochs": 100}]
     only_tuned = EXP.points(EXP.config("quick", {"variants": (iris.TUNED,)}), "cuda:0")
     assert [p.variant for p in only_tuned] == [iris.TUNED]
 
 
 @pytest.mark.full
 def test_a_training_sample_is_one_run_of_the_configured_epochs(swept):
-    trained = swept[swept["variant"] != iris.HOOK_CHECK]
+    trained = swept[swept["variant"].isin([iris.AS_WRITTEN, iris.TUNED])]
     assert set(trained["unit"]) == {"epoch"} and set(trained["per_call"]) == {EPOCHS}
     assert set(trained["per_sample"]) == {f"{EPOCHS:,} epochs"}
     assert trained["n"].eq(1).all() and trained["noisy"].isna().all()  # one sample: never called quiet
@@ -177,8 +178,9 @@ def test_cpu_only_records_need_a_gpu_for_the_gpu_claims(swept):
 
 def _with_fake_gpu(rows: pd.DataFrame, per_epoch_factor: float, every_epoch_factor: float) -> pd.DataFrame:
     """A flat CPU (every interval at its 'never' cost, so the factors alone decide), then the same as a
-    GPU on the same machine: slower by one factor, and by another when reading every epoch."""
-    cpu = rows.copy()
+    GPU on the same machine: slower by one factor, and by another when reading every epoch. Without the read-cost
+    blocks: the claims fall back on the as-written runs (the blocks are under test in test_iris_read_cost)."""
+    cpu = rows[rows["variant"] != iris.READ_COST].copy()
     trained = cpu["variant"] != iris.HOOK_CHECK
     never = cpu[(cpu["variant"] == iris.AS_WRITTEN) & (cpu["log_every"] == iris.NEVER)]["us_per_epoch"].iloc[0]
     cpu.loc[trained, "us_per_epoch"] = never
@@ -274,8 +276,9 @@ def test_repeated_runs_are_bars_of_their_own_never_stacked(swept):
 @pytest.mark.full
 def test_read_costs_give_a_per_read_price_and_the_tuned_epoch(swept):
     costs = analysis.read_costs(swept).iloc[0]
-    assert costs["us_per_epoch_never"] > 0 and costs["us_per_epoch_tuned"] > 0
-    assert costs["us_per_read"] is not None and costs["every_vs_never"] > 0
+    assert costs["us_per_epoch_never"] > 0 and costs["us_per_epoch_tuned"] > 0 and costs["every_vs_never"] > 0
+    assert pd.isna(costs["us_per_read"]) or costs["us_per_read"] > 0   # a cost, or not resolved: never negative
+    assert "not resolved" in costs["read_cost"] or "95% CI" in costs["read_cost"]
 
 
 def test_thinned_keeps_the_ends_and_at_most_the_limit():
@@ -287,9 +290,13 @@ def test_thinned_keeps_the_ends_and_at_most_the_limit():
 
 def test_the_cost_per_read_in_words_is_never_negative_and_hook_counts_read_as_words():
     from core.experiments.iris import analysis as iris_analysis
-    assert iris_analysis.read_text(12.34) == "12.3 µs per read"
-    assert iris_analysis.read_text(-168.4).startswith("no measurable cost per read")
-    assert iris_analysis.read_text(float("nan")) == "the cost per read not measured"
+    from core.present.stats import Interval
+    ratio = Interval(1.1, 1.0, 1.2)
+    resolved = iris_analysis.ReadCost(12.34, 10.0, 14.5, True, 8, ratio)
+    assert iris_analysis.read_text(resolved) == "12.3 µs per read (95% CI 10.0–14.5)"
+    floor = iris_analysis.ReadCost(0.0, 0.0, 3.25, False, 8, ratio)
+    assert iris_analysis.read_text(floor) == "below 3.2 µs per read, not resolved"
+    assert iris_analysis.read_text(None).startswith("the cost per read not measured")
     assert iris_analysis._times(pd.Series([10, 10, 10])) == "10 times"
     assert iris_analysis._times(pd.Series([1])) == "1 time"
     assert iris_analysis._times(pd.Series([10, 9])) == "10 and 9 times"
