@@ -22,7 +22,7 @@ MARKS = {REPRODUCED: ":green[:material/check_circle:]", NOT_REPRODUCED: ":red[:m
          NO_DATA: ":gray[:material/help:]"}
 WOULD = {REPRODUCED: "would be reproduced", NOT_REPRODUCED: "would not be reproduced"}  # a predicted leaning
 # Sentences of a verdict's finding that the verdict column already says.
-SAID_BY_THE_OUTCOME = re.compile(r"^(No GPU results|No measured results|Reproduced means|Published \()")
+SAID_BY_THE_OUTCOME = re.compile(r"^(No GPU results|No measured results|Reproduced means|Published \(|Too close to call:|a rerun could)")
 
 
 def experiment_page(name: str) -> None:

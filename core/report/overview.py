@@ -101,7 +101,9 @@ def ours_text(verdict: analysis.Verdict) -> str:
     """Our figure in a sentence: the first sentence of what the check found, when it found something."""
     if verdict.outcome in (analysis.NEEDS_GPU, analysis.NO_DATA) or not verdict.finding:
         return ""
-    return re.split(r"(?<=\.)\s+(?=[A-Z])", verdict.finding.strip(), maxsplit=1)[0]
+    sentences = re.split(r"(?<=\.)\s+(?=[A-Z])", verdict.finding.strip())
+    said = verdict.outcome == analysis.TOO_CLOSE and len(sentences) > 1  # the outcome and its interval say it
+    return sentences[1 if said else 0]
 
 
 def cell_text(entry: pd.Series, marks: dict[str, str], unknown_mark: str = "") -> str:
