@@ -12,8 +12,10 @@ The rules, per operation (an `OpKind` holds what its schema and tags say):
   layers (`_cudnn_rnn` and its backward, which the stand-in runs for nn.GRU, nn.LSTM and nn.RNN:
   core.measure.kernels.cuda_rnn) as the kernels cuDNN and torch's wrapper launch per call, and their FLOPs are their
   GEMMs'; a fused GRU or LSTM cell's backward as its kernel and a reduction per bias; on CUDA (and the stand-in playing
-  it) a GEMM as the one or two kernels cuBLAS launches for its shapes, and the losses and gradients that fill or reduce
-  inside their kernel as two (core.measure.kernels.cuda_ops, from an H200's profiles); oneDNN's fused LSTM layer on a CPU
+  it) a GEMM as the one or two kernels cuBLAS launches for its shapes (and a bias copy cuBLASLt's epilogue cannot take),
+  a convolution and its backward as cuDNN's kernels with the bias's add or sum and their NHWC transposes, and the
+  losses and gradients that fill or reduce inside their kernel as two (core.measure.kernels.cuda_ops, from an H200's
+  profiles); oneDNN's fused LSTM layer on a CPU
   (`mkldnn_rnn_layer` and its backward: core.measure.kernels.cpu_rnn) has its GEMMs' FLOPs, and a CPU's flash attention
   (core.measure.kernels.cpu_attention) SDPA's.
 - where: an operation counts as a kernel or a sync only when its tensors live on the unit's device. A GPU

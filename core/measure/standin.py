@@ -78,12 +78,16 @@ def _census(experiment: Experiment, point: Point, config: dict) -> tuple[timing.
     workload = None
     stand_in = devices.is_stand_in(point.device)
     try:
-        with playing_cuda() if stand_in else nullcontext():
+        with ExitStack() as running:
+            if stand_in:
+                running.enter_context(playing_cuda())
             # Building, setting up and warming up read meta tensors too: a census that counts nothing answers.
             with census.Census(point.device) if stand_in else nullcontext():
                 workload = experiment.workload(point, config, RunState())
                 if workload.untraced:
                     return workload, {"skipped": workload.untraced}
+                if stand_in:  # in the precision a GPU's row runs in (FP32 unless the workload allows TF32), as the
+                    running.enter_context(timing.precision(workload))  # cuDNN rules read it (cuda_ops)
                 _prepare(workload)
             return workload, census.take(workload, point.device)
     except SkipPoint as skip:
@@ -114,8 +118,9 @@ def playing_cuda() -> Iterator[None]:
     """Within it, torch's optimisers and gradient clipping take for stand-in tensors the paths they take on
     CUDA: foreach kernels by default, fused and capturable allowed (each device list gains the stand-in in
     every module that imported it), nn.GRU, nn.LSTM and nn.RNN run as one cuDNN call, and nn.GRUCell and nn.LSTMCell
-    as CUDA's fused cells (core.measure.kernels.cuda_rnn), and the census counts the kernels CUDA launches for a GEMM, a
-    loss or a gradient that launches more than one (core.measure.kernels.cuda_ops)."""
+    as CUDA's fused cells (core.measure.kernels.cuda_rnn), mish_backward and dropout run as CUDA's fused kernels, and
+    the census counts the kernels CUDA launches for a GEMM, a loss, a gradient, a convolution or a pool's gradient that
+    launches more than one (core.measure.kernels.cuda_ops)."""
     with ExitStack() as patches:
         patches.enter_context(cuda_rnn.as_cudnn())
         patches.enter_context(cuda_ops.as_cuda())
