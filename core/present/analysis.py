@@ -55,10 +55,12 @@ def at_default_threads(data: pd.DataFrame) -> pd.DataFrame:
     else at the first setting it was measured at (a run that swept no threads has only that one)."""
     if "threads_setting" not in data or data.empty:
         return data
-    rank = (data["threads_setting"].fillna(DEFAULT_THREADS) != DEFAULT_THREADS).rename("_rank")
+    other = data["threads_setting"].fillna(DEFAULT_THREADS) != DEFAULT_THREADS
+    if not other.any():
+        return data
     keys = [k for k in [*POINT_KEYS, "device"] if k in data]
-    chosen = data.assign(_rank=rank).sort_values("_rank", kind="stable").drop_duplicates(keys)
-    return chosen.drop(columns="_rank").loc[data.index.intersection(chosen.index)]
+    ranked = data.loc[other.sort_values(kind="stable").index, keys]  # the default's row first, then the others
+    return data[~ranked.duplicated().reindex(data.index)]
 
 
 def pair(rows: pd.DataFrame, values: tuple[str, ...] = ("median_s",), run_id: str = None) -> pd.DataFrame:
