@@ -317,8 +317,8 @@ def require(found: pd.DataFrame, rows: pd.DataFrame, context: str = "") -> pd.Da
     if not on_accelerator(ok(rows)).any():
         raise NoFinding(NEEDS_GPU, _join("No GPU results on any machine yet: run this experiment on a machine "
                                          "with a GPU (it times the CPU as well).", context))
-    raise NoFinding(NO_DATA, _join("No machine has measured what this claim needs on both its CPU and a GPU "
-                                   "with the same configuration yet.", missing_sides(rows), context))
+    raise NoFinding(NO_DATA, _join(missing_sides(rows), "No machine has measured what this claim needs on both its CPU "
+                                   "and a GPU with the same configuration yet.", context))
 
 
 def missing_sides(rows: pd.DataFrame) -> str:

@@ -52,8 +52,9 @@ def speedup_table(rows: pd.DataFrame) -> pd.DataFrame:
     sp = analysis.with_interval(gpu_speedups(rows)).rename(
         columns={"cpu_median_s": "cpu_s_per_epoch", "median_s": "gpu_s_per_epoch", "cpu_torch_threads": "cpu_threads",
                  "cpu_best_torch_threads": "best_cpu_threads"})
-    return sp[["machine", "device", "device_name", "model", "variant", "batch_size", "rows", "cpu_threads",
-               "cpu_s_per_epoch", "gpu_s_per_epoch", "speedup", "speedup_ci", "best_cpu_threads", "best_speedup"]]
+    return sp.reindex(columns=["machine", "device", "device_name", "model", "variant", "batch_size", "rows", "cpu_threads",
+                               "cpu_s_per_epoch", "gpu_s_per_epoch", "speedup", "speedup_ci", "best_cpu_threads",
+                               "best_speedup"])
 
 
 def data_size_crossovers(rows: pd.DataFrame) -> pd.DataFrame:
