@@ -96,12 +96,14 @@ def speedups(rows: pd.DataFrame, value: str = "median_s", run_id: str = None) ->
 def relative_to(rows: pd.DataFrame, baseline: str, value: str = "median_s", *, same_device: bool = True,
                 run_id: str = None) -> pd.DataFrame:
     """Every point of another variant beside the `baseline` variant's same point (on the same device,
-    or anywhere on the machine): `baseline_<value>` and `gain` = baseline / this (above 1: faster)."""
+    or anywhere on the machine): `baseline_<value>` (and `baseline_samples_s`, for intervals) and `gain` =
+    baseline / this (above 1: faster)."""
     data = latest(rows, run_id)
     if value not in data.columns:
         return data.iloc[0:0].assign(**{f"baseline_{value}": [], "gain": []})
     keys = ["machine_id", "config_id", "point", *(["device"] if same_device else [])]
-    base = data[data["variant"] == baseline][[*keys, value]].rename(columns={value: f"baseline_{value}"})
+    carried = [value, *(["samples_s"] if "samples_s" in data and value != "samples_s" else [])]
+    base = data[data["variant"] == baseline][[*keys, *carried]].rename(columns={c: f"baseline_{c}" for c in carried})
     out = data[data["variant"] != baseline].merge(base, on=keys)
     return out.assign(gain=out[f"baseline_{value}"] / out[value])
 
@@ -361,8 +363,9 @@ def gpu_precision(pairs: pd.DataFrame) -> str:
     """What precision the GPU's rows ran in, as recorded (runs before it was recorded ran with cuDNN's default)."""
     tf32 = pairs["tf32_cudnn"] if "tf32_cudnn" in pairs else pd.Series([None] * len(pairs), dtype=object)
     if tf32.isna().any():
-        return ("Some of these GPU runs predate precision control: cuDNN's default then allowed TF32 in their "
-                "convolutions and recurrent layers, against FP32 on the CPU.")
+        return ("Some of these GPU runs predate precision control: cuDNN's default then allowed TF32 in any "
+                "convolution or recurrent layer they ran (matrix products stayed in FP32, torch's default), against "
+                "FP32 on the CPU.")
     if tf32.astype(bool).any():
         return "The GPU was allowed TF32 (a tuned variant that says so), against FP32 on the CPU."
     return "The GPU ran in FP32 (TF32 off, cuDNN's benchmark off), as the CPU did."
