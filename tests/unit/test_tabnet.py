@@ -6,7 +6,7 @@ import pytest
 from core import devices, published, settings
 from core.store import results
 from core.measure import runner, timing
-from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, TOO_CLOSE
 from core.measure.experiment import Point, RunState
 from core.experiments.tabnet import analysis, charts as tabnet_charts, experiment as tabnet
 from core.params import ConfigError
@@ -239,3 +239,18 @@ def test_tables_and_charts_build_from_a_smoke_run(smoke_rows):
     assert {r["source"] for r in _chart_data(ratios)} == {"published"}  # no GPU in a CPU run
     assert sorted(r["seconds"] for r in _chart_data(where)) == sorted(split["seconds"])
     assert {r["final_train_loss"] for r in _chart_data(trained)} == set(smoke_rows["final_train_loss"])
+
+
+def test_a_gain_whose_interval_straddles_its_range_is_too_close_to_call():
+    """The best gain 1.30x, at the range's low end, with samples 20% apart: too close; the same medians with tight
+    samples decide."""
+    def rows(relative: float) -> pd.DataFrame:
+        spread = lambda t: [t * (1 + relative * x) for x in (-1, -0.5, 0, 0.5, 1)]
+        times = {("cpu", 128): 1.3, ("cpu", 4096): 1.2, ("cuda:0", 128): 1.0, ("cuda:0", 4096): 1.0}
+        return hand_rows([{"device": d, "variant": tabnet.AS_WRITTEN, "batch_size": b, "median_s": t,
+                           "samples_s": spread(t)} for (d, b), t in times.items()], ("batch_size",))
+    figures = published.load("tabnet")
+    _, modest = EXP.verdicts(rows(0.2), figures)
+    assert modest.outcome == TOO_CLOSE and "straddles the threshold 1.30x" in modest.evidence
+    _, modest = EXP.verdicts(rows(0.0), figures)
+    assert modest.outcome == REPRODUCED and "1.30x (95% CI 1.30–1.30x)" in modest.interval
