@@ -8,7 +8,7 @@ import torch
 from core import devices, published
 from core.measure import graphs, runner
 from core.store import results
-from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, TOO_CLOSE
 from core.measure.experiment import Point, RunState, SkipPoint
 from core.experiments.mlp_surface import analysis, charts, experiment, model
 from core.params import ConfigError
@@ -422,3 +422,21 @@ def test_the_shipped_records_give_tables_and_charts(shipped_results):
     rows = results.rows_frame(results.load_records(), "mlp_surface")
     assert len(EXP.tables(rows)["Final MSE of the surface runs per device and variant"]) > 0
     assert all(c.to_dict() for c in EXP.charts(rows, published.load("mlp_surface")))
+
+
+def _sweep_rows(relative: float) -> pd.DataFrame:
+    """A sweep where the GPU takes 1.05x the CPU's epoch at every size, its samples `relative` apart."""
+    spread = lambda t: [t * (1 + relative * x) for x in (-1, -0.5, 0, 0.5, 1)]
+    return hand_rows([{"device": device, "variant": model.AS_WRITTEN, "samples": n, "role": "sweep", "epochs": 3,
+                       "median_s": 3 * t, "seconds_per_epoch": t, "samples_s": spread(3 * t)}
+                      for device, t in (("cpu", 1.0), ("cuda:0", 1.05)) for n in (100, 200, 1000)],
+                     ("samples", "role"))
+
+
+def test_the_small_sizes_claims_decide_on_intervals_from_the_samples():
+    figures = published.load("mlp_surface")
+    _, cpu_faster, no_difference, *_ = experiment.EXPERIMENT.verdicts(_sweep_rows(0.3), figures)
+    assert cpu_faster.outcome == TOO_CLOSE and "straddles the threshold 1.00x" in cpu_faster.evidence
+    assert no_difference.outcome == REPRODUCED and "widest gap either way 1.05x (95% CI" in no_difference.evidence
+    _, cpu_faster, *_ = experiment.EXPERIMENT.verdicts(_sweep_rows(0.0), figures)
+    assert cpu_faster.outcome == REPRODUCED and cpu_faster.interval.startswith("0.95x (95% CI 0.95–0.95x")

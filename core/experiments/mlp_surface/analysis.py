@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 
 from core import published
-from core.present import analysis
+from core.present import analysis, stats
 from core.present.analysis import Claim, Finding, NoFinding
 from core.experiments.mlp_surface.model import AS_WRITTEN, SURFACE_GRID, TUNED, WITH_LOADER, target_surface
 from core.published import figure_text
@@ -14,6 +14,9 @@ PAPER_SPEEDUP = "surface-speedup.gpu.samples40000"
 PAPER_SAMPLES = published.entry(PAPER_SPEEDUP)["params"]["samples"]
 IDENTICAL_FRACTION = 0.05  # surfaces closer than this share of the target's range look identical
 SAME_SPEED_FACTOR = 2.0  # "no difference": CPU and GPU within this factor of each other
+# what an interval of a pair's speedup reads (core.present.stats: each side's time moves with its samples)
+INTERVAL_COLUMNS = ["samples_s", "cpu_samples_s", "cpu_best_seconds_per_epoch", "cpu_best_samples_s",
+                    "cpu_torch_threads", "cpu_best_torch_threads", "cpu_thread_settings", "tf32_cudnn", "best_speedup"]
 SPEEDUP_COLUMNS = ["run_id", "machine", "device", "device_name", "variant", "role", "samples", "epochs",
                    "cpu_seconds_per_epoch", "seconds_per_epoch", "speedup", "cuda_graph", "cuda_graph_error"]
 
@@ -25,7 +28,8 @@ def has_surface(value) -> bool:
 def epoch_speedups(rows: pd.DataFrame) -> pd.DataFrame:
     """CPU seconds per epoch / accelerator seconds per epoch for every point measured on both (the
     shared pairing), without the curves and surfaces."""
-    return analysis.speedups(rows, "seconds_per_epoch").reindex(columns=SPEEDUP_COLUMNS)
+    return analysis.speedups(analysis.latest(rows, every_threads=True), "seconds_per_epoch").reindex(
+        columns=[*SPEEDUP_COLUMNS, *INTERVAL_COLUMNS])
 
 
 def crossover_sizes(rows: pd.DataFrame) -> pd.DataFrame:
@@ -96,11 +100,19 @@ def _check_paper_speedup(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     stated = float(figures["value"].iloc[0])
     sp = epoch_speedups(rows)
     mine = analysis.require(at_paper_size(sp, AS_WRITTEN), rows, _cpu_epoch_note(rows, stated))
-    measured = mine["speedup"].median()
-    return Finding(analysis.within_factor(measured, stated),
-                   f"Measured {measured:.1f}x as written (CPU time per epoch / GPU time per epoch, median over "
-                   f"{len(mine)} pair(s)){_tuned_note(sp)}. The ratio is only as large as the CPU baseline is "
-                   f"slow. " + _cpu_epoch_note(rows, stated))
+    measured = _speedup(mine)
+    return Finding(analysis.within_factor(measured.value, stated),
+                   f"Measured {measured.text('{:.1f}x')} as written (CPU time per epoch / GPU time per epoch, median "
+                   f"over {len(mine)} pair(s)){_tuned_note(sp)}. The ratio is only as large as the CPU baseline is "
+                   f"slow. {analysis.cpu_baselines(mine, EPOCH)} " + _cpu_epoch_note(rows, stated),
+                   interval=measured, thresholds=(stated / 2, stated * 2), form="{:.1f}x")
+
+
+EPOCH = "seconds_per_epoch"
+
+
+def _speedup(pairs: pd.DataFrame, reduce=np.median) -> stats.Interval:
+    return stats.ratio(pairs, f"cpu_{EPOCH}", EPOCH, reduce)
 
 
 def _swept(rows: pd.DataFrame, low: int, high: int) -> pd.DataFrame:
@@ -120,20 +132,28 @@ def _sizes(part: pd.DataFrame) -> str:
 
 def _check_small_cpu_faster(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     part = _swept(rows, 100, 200)
-    return Finding(bool((part["speedup"] < 1).all()),
-                   f"GPU speed-up over the CPU as written (below 1: the CPU is faster) at {_sizes(part)}.")
+    fastest = _speedup(part, np.max)  # the CPU is faster at every size: the GPU's best speed-up is below 1
+    return Finding(fastest.value < 1, f"GPU speed-up over the CPU as written (below 1: the CPU is faster) at "
+                                      f"{_sizes(part)}; the largest {fastest.text()}.",
+                   interval=fastest, thresholds=(1.0,))
 
 
 def _check_no_difference(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     part = _swept(rows, 100, 1000)
-    same = part["speedup"].map(lambda x: analysis.within_factor(x, 1.0, SAME_SPEED_FACTOR)).all()
-    return Finding(bool(same), f"GPU speed-up over the CPU as written at {_sizes(part)}.")
+    apart = stats.interval(part, lambda c: np.max(np.abs(np.log(c[f"cpu_{EPOCH}"] / c[EPOCH])), axis=0),
+                           {"samples_s": (EPOCH,), "cpu_samples_s": (f"cpu_{EPOCH}",)})
+    widest = stats.Interval(*np.exp([apart.value, apart.low, apart.high]), apart.points, apart.unresampled)
+    return Finding(widest.value <= SAME_SPEED_FACTOR, f"GPU speed-up over the CPU as written at {_sizes(part)}; the "
+                                                      f"widest gap either way {widest.text()}.",
+                   interval=widest, thresholds=(SAME_SPEED_FACTOR,))
 
 
 def _check_gpu_ahead(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     mine = analysis.require(at_paper_size(epoch_speedups(rows), AS_WRITTEN), rows)
-    measured = mine["speedup"].median()
-    return Finding(measured > 1, f"The GPU trains {measured:.2f}x as fast as the CPU at 40,000 samples (as written).")
+    measured = _speedup(mine)
+    return Finding(measured.value > 1, f"The GPU trains {measured.text()} as fast as the CPU at 40,000 samples (as "
+                                       f"written). {analysis.cpu_baselines(mine, EPOCH)}",
+                   interval=measured, thresholds=(1.0,))
 
 
 def _check_loader(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
@@ -144,9 +164,10 @@ def _check_loader(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
         raise NoFinding(analysis.NO_DATA, "No GPU point of both variants at 40,000 samples (a skipped point has "
                                           "no time).")
     analysis.require(loader, rows)
-    ratio = (loader["seconds_per_epoch"] / loader["baseline_seconds_per_epoch"]).median()
-    return Finding(ratio > 1, f"On the GPU at 40,000 samples an epoch with the DataLoader takes {ratio:.1f}x as "
-                              f"long as the full-batch epoch.")
+    ratio = stats.ratio(loader, EPOCH, f"baseline_{EPOCH}")
+    return Finding(ratio.value > 1, f"On the GPU at 40,000 samples an epoch with the DataLoader takes "
+                                    f"{ratio.text('{:.1f}x')} as long as the full-batch epoch.",
+                   interval=ratio, thresholds=(1.0,), form="{:.1f}x")
 
 
 def _check_identical(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
@@ -156,7 +177,8 @@ def _check_identical(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     return Finding(worst["diff_share_of_target_range"] <= IDENTICAL_FRACTION,
                    f"Largest |GPU - CPU| on the 40 x 40 grid: {worst['max_abs_surface_diff']:.4f} "
                    f"({worst['diff_share_of_target_range']:.1%} of the target's range). Final MSE: CPU "
-                   f"{worst['cpu_final_mse']:.4f}, GPU {worst['gpu_final_mse']:.4f}.")
+                   f"{worst['cpu_final_mse']:.4f}, GPU {worst['gpu_final_mse']:.4f}.",
+                   exact="a difference between two surfaces, not a timing: no interval")
 
 
 CLAIMS = [
