@@ -6,7 +6,7 @@ from core import devices, published, versions
 from core.present import analysis as shared
 from core.store import results
 from core.measure import runner, standin
-from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, TOO_CLOSE
 from core.measure.experiment import Point, RunState, SkipPoint
 from core.experiments.jacobian import analysis, charts, experiment as jacobian, model as net
 from core.params import ConfigError
@@ -309,3 +309,20 @@ def test_the_written_call_is_extrapolated_to_1000_from_its_quadratic_fit():
     assert gains.loc[100, "naive_basis"] == "measured"
     assert gains.loc[1000, "gain"] == pytest.approx(row["naive_s"] / 1e-4)
     assert list(gains.index) == [100, 1000]
+
+
+def _written_call_rows(relative: float) -> pd.DataFrame:
+    """The written call timed at val 100 and 1000 on a CPU and a GPU 5% slower, samples `relative` apart."""
+    spread = lambda t: [t * (1 + relative * x) for x in (-1, -0.5, 0, 0.5, 1)]
+    return hand_rows([{"device": device, "variant": jacobian.AS_WRITTEN, "val": val, "median_s": t * val / 100,
+                       "samples_s": spread(t * val / 100)}
+                      for device, t in (("cpu", 1.0), ("cuda:0", 1.05)) for val in (100, 1000)], ("val",))
+
+
+def test_the_written_calls_gpu_over_cpu_is_decided_on_its_interval():
+    figures = published.load("jacobian")
+    slower, faster, _ = EXP.verdicts(_written_call_rows(0.3), figures)
+    assert slower.outcome == faster.outcome == TOO_CLOSE and "straddles the threshold 1" in slower.evidence
+    slower, faster, _ = EXP.verdicts(_written_call_rows(0.0), figures)
+    assert (slower.outcome, faster.outcome) == (REPRODUCED, NOT_REPRODUCED)
+    assert slower.interval.startswith("1.05 (95% CI 1.05–1.05")

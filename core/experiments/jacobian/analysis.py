@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from core import published
-from core.present import analysis
+from core.present import analysis, stats
 from core.present.analysis import NO_DATA, Claim, Finding, NoFinding
 from core.experiments.jacobian.experiment import (AS_WRITTEN, COMPLEXITY, METHODS, MOVE, PER_SAMPLE, duration,
                                                   extrapolation_fit)
@@ -20,20 +20,25 @@ MOVE_FIGURE = "jacobian-move.gpu"
 WRITE_UP_MAX_VAL = int(published.load("jacobian")["val"].max())
 
 
-def _latest(rows: pd.DataFrame, variants) -> pd.DataFrame:
-    """The latest complete run's measured points of these variants (core.present.analysis.latest)."""
+def _latest(rows: pd.DataFrame, variants, every_threads: bool = False) -> pd.DataFrame:
+    """The latest complete run's measured points of these variants (core.present.analysis.latest: the CPU's at its
+    default threads unless `every_threads`)."""
     if rows.empty or "val" not in rows.columns:
         return pd.DataFrame(columns=[*SERIES, "variant", "val", "median_s"])
-    data = analysis.latest(rows)
+    data = analysis.latest(rows, every_threads=every_threads)
     return data[data["variant"].isin(variants)]
 
 
-def naive_times(rows: pd.DataFrame, val: int) -> pd.DataFrame:
-    """Per machine, configuration and device: the written call's time at `val`, measured or, when not
-    measured there, extrapolated from its time model fitted to the two largest vals measured there."""
+def naive_times(rows: pd.DataFrame, val: int, every_threads: bool = False) -> pd.DataFrame:
+    """Per machine, configuration and device (and CPU thread setting, with `every_threads`): the written call's time
+    at `val`, measured (with its samples) or, when not measured there, extrapolated from its time model fitted to the
+    two largest vals measured there."""
     out = []
-    for keys, part in _latest(rows, [AS_WRITTEN]).groupby(SERIES):
+    written = _latest(rows, [AS_WRITTEN], every_threads)
+    threads = [c for c in ("threads_setting", "torch_threads") if c in written]
+    for keys, part in written.groupby([*SERIES, *threads], dropna=False):
         per_val = part.groupby("val")["median_s"].median()
+        samples = part[part["val"] == val]["samples_s"].iloc[0] if "samples_s" in part and val in per_val.index else None
         if val in per_val.index:
             seconds, basis = float(per_val[val]), "measured"
         elif len(per_val) >= 2:
@@ -42,14 +47,15 @@ def naive_times(rows: pd.DataFrame, val: int) -> pd.DataFrame:
             basis = f"extrapolated ({COMPLEXITY[AS_WRITTEN].formula} fitted to val {' and '.join(map(str, fitted_on))})"
         else:
             continue
-        out.append({**dict(zip(SERIES, keys)), "val": val, "naive_s": seconds, "naive_basis": basis})
-    return pd.DataFrame(out, columns=[*SERIES, "val", "naive_s", "naive_basis"])
+        out.append({**dict(zip([*SERIES, *threads], keys)), "val": val, "naive_s": seconds, "naive_basis": basis,
+                    "samples_s": samples})
+    return pd.DataFrame(out, columns=[*SERIES, *threads, "val", "naive_s", "naive_basis", "samples_s"])
 
 
 def written_call_pairs(rows: pd.DataFrame, val: int) -> pd.DataFrame:
     """Every GPU's written-call time at `val` beside its machine's CPU's with the same configuration
     (`cpu_naive_s`, `cpu_naive_basis`), each measured or extrapolated."""
-    return analysis.beside_cpu(naive_times(rows, val), ("naive_s", "naive_basis"), PAIRED_BY)
+    return analysis.beside_cpu(naive_times(rows, val, every_threads=True), ("naive_s", "naive_basis"), PAIRED_BY)
 
 
 def gains_over_written(rows: pd.DataFrame) -> pd.DataFrame:
@@ -113,13 +119,13 @@ def _written_call_on_gpu(ids: tuple[str, str], gpu_slower: bool):
             raise NoFinding(NO_DATA, f"The written call has not been timed at val={val}, nor at two vals to "
                                      "extrapolate from, on any machine yet.")
         pairs = analysis.require(written_call_pairs(rows, val), rows)
-        ratio = float((pairs["naive_s"] / pairs["cpu_naive_s"]).median())
+        ratio = stats.ratio(pairs, "naive_s", "cpu_naive_s")
         extrapolated = (pairs[["naive_basis", "cpu_naive_basis"]] != "measured").to_numpy().any()
-        return Finding(ratio > 1 if gpu_slower else ratio < 1,
-                       f"GPU time / CPU time = {ratio:.3g} (median over {len(pairs)} GPU(s); published "
+        return Finding(ratio.value > 1 if gpu_slower else ratio.value < 1,
+                       f"GPU time / CPU time = {ratio.text('{:.3g}')} (median over {len(pairs)} GPU(s); published "
                        f"{1 / analysis.published_cpu_over_gpu(figures)['speedup'].iloc[0]:.3g}). "
-                       f"Times: {_times_text(pairs)}.",
-                       estimated=bool(extrapolated))
+                       f"Times: {_times_text(pairs)}. {analysis.cpu_baselines(pairs, 'naive_s')}",
+                       estimated=bool(extrapolated), interval=ratio, thresholds=(1.0,), form="{:.3g}")
     return check
 
 
@@ -131,9 +137,13 @@ def _claim_text(ids: tuple[str, str], gpu_slower: bool) -> str:
 
 def _move(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
     moves = analysis.require(_latest(rows, [MOVE]), rows)
-    measured = float(moves["median_s"].median())
-    return Finding(measured <= 2 * _stated(figures, "GPU"),
-                   f"Measured {measured * 1e3:.3g} ms (median over {len(moves)} point(s), every val).")
+    measured = stats.interval(moves, lambda c: np.median(c["median_s"], axis=0), {"samples_s": ("median_s",)})
+    limit = 2 * _stated(figures, "GPU")
+    in_ms = stats.Interval(measured.value * 1e3, measured.low * 1e3, measured.high * 1e3, measured.points,
+                           measured.unresampled)
+    return Finding(measured.value <= limit, f"Measured {in_ms.text('{:.3g} ms')} (median over {len(moves)} point(s), "
+                                            f"every val).",
+                   interval=in_ms, thresholds=(limit * 1e3,), form="{:.3g} ms")
 
 
 CLAIMS = [
