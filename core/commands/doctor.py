@@ -11,6 +11,7 @@ from core.commands.run import chosen_devices
 from core.doctor import plan as planning, session
 from core.model import profiles
 from core.params import file_path
+from core.report import overview
 from core.store import results, runlock
 
 
@@ -43,9 +44,8 @@ def run(args) -> int:
     outcome = session.run(the_plan, output, say=lambda line: print(line, flush=True), inherited=inherited)
     records = results.load_records()  # once, for the verdicts and the accuracy
     print("-- verdicts on this machine")
-    for name, verdict in session.verdicts_here(records):
-        print(f"  {name}: {verdict.claim}: {verdict.outcome}" + (f" ({verdict.basis})" if verdict.basis else "")
-              + (f": {verdict.finding}" if verdict.finding else ""))
+    for name, verdict in overview.verdicts_here(records):
+        print(f"  {name}: {overview.verdict_line(verdict)}")
     print("-- the cost model, predicted against measured here")
     for line in session.accuracy_here(records):
         print(f"  {line}")

@@ -4,10 +4,11 @@ import argparse
 import json
 import os
 
-from core import devices, experiments, published, settings
+from core import devices, experiments, settings
 from core.commands.progress import progress_bar
 from core.measure import runner
 from core.params import ConfigError, clip, shown
+from core.report import overview
 from core.store import files, results, runlock
 
 
@@ -45,22 +46,10 @@ def run(args) -> int:
         print(f"{status}: {writer.path}", flush=True)
     finally:
         runlock.release(lock_fd)
-    print(verdicts_here(exp), flush=True)
+    print(f"Verdicts on {settings.this_host()} (its latest complete runs):", flush=True)
+    for _, verdict in overview.verdicts_here(results.load_records(), [exp.name]):
+        print(f"- {overview.verdict_line(verdict)}", flush=True)
     return 0 if status == "complete" else 1
-
-
-def verdicts_here(exp) -> str:
-    """The experiment's verdicts on this machine's latest complete runs, each with what it rests on and its
-    interval (a claim that needs another machine's GPU says so)."""
-    rows = results.rows_frame(results.load_records(), exp.name)
-    here = rows[rows["machine_id"] == devices.fingerprint()["machine_id"]] if len(rows) else rows
-    lines = [f"Verdicts on {settings.this_host()} (its latest complete runs):"]
-    for v in exp.verdicts(here, published.load(exp.name)):
-        basis = f"rests on {'measurements' if v.basis == 'measured' else 'an estimate'}; " if v.basis else ""
-        lines.append(f"- {v.outcome} ({basis}{v.interval or 'no figure'}): {v.claim}")
-        if not v.basis:
-            lines.append(f"  {v.finding}")
-    return "\n".join(lines)
 
 
 def parse_overrides(exp, pairs: list[str]) -> dict:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from core import devices, experiments, published, settings
+from core import devices, experiments, settings
 from core.calibration import calibrate
 from core.doctor import checks, plan as planning
 from core.measure import runner
@@ -160,17 +160,6 @@ def _bundle(output: Path, say) -> str | None:
     except ValueError:  # nothing of this machine's to bundle yet (ConfigError)
         pass
     return None
-
-
-def verdicts_here(records: list[dict]) -> list[tuple[str, object]]:
-    """(experiment, verdict) for every claim, from this machine's records alone."""
-    here = devices.fingerprint()["machine_id"]
-    found = []
-    for name, exp in experiments.registry().items():
-        rows = results.rows_frame(records, name)
-        rows = rows[rows["machine_id"] == here] if len(rows) else rows
-        found += [(name, verdict) for verdict in exp.verdicts(rows, published.load(name))]
-    return found
 
 
 def accuracy_here(records: list[dict]) -> list[str]:

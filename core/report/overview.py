@@ -357,3 +357,20 @@ def _plain(value):
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value.item() if hasattr(value, "item") else value
+
+
+def verdicts_here(records: list[dict], names: list[str] = None) -> list[tuple[str, analysis.Verdict]]:
+    """(experiment, verdict) for every claim of `names` (every experiment), from this machine's records alone."""
+    here = devices.fingerprint()["machine_id"]
+    found = []
+    for name in names or list(experiments.registry()):
+        rows = results.rows_frame(records, name)
+        rows = rows[rows["machine_id"] == here] if len(rows) else rows
+        found += [(name, verdict) for verdict in experiments.get(name).verdicts(rows, published.load(name))]
+    return found
+
+
+def verdict_line(verdict: analysis.Verdict) -> str:
+    """'reproduced (rests on measurements; 2.30x (95% CI 2.28–2.32x)): <claim>', and what it found, or why nothing."""
+    basis = f"rests on {'measurements' if verdict.basis == 'measured' else 'an estimate'}; " if verdict.basis else ""
+    return f"{verdict.outcome} ({basis}{verdict.interval or 'no figure'}): {verdict.claim}: {verdict.finding}"

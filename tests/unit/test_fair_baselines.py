@@ -117,18 +117,16 @@ def test_a_point_line_shows_the_medians_interval():
     assert "95% CI" in line and "n=7" in line
 
 
-def test_the_run_command_prints_each_verdict_with_its_basis_and_interval(monkeypatch):
-    from core import devices, experiments
-    from core.commands import run
+def test_the_run_command_and_the_doctor_say_each_verdict_with_its_basis_and_interval():
+    from core import devices
+    from core.report import overview
     here = devices.fingerprint()["machine_id"]
     mine = gpu_machine(gpu_s=0.4, cpu16_s=0.92, cpu2_s=0.3) | {"machine_id": here}
-    monkeypatch.setattr(results, "load_records", lambda: [mine])
-    said = run.verdicts_here(experiments.get("cnn"))
-    line = next(line for line in said.splitlines() if SMALL_DATA.text in line)
-    assert line.startswith(f"- {NOT_REPRODUCED} (rests on measurements; 2.30x (95% CI ")
-    lines = said.splitlines()
-    gru = next(i for i, line in enumerate(lines) if "GRU" in line)
-    assert lines[gru].startswith(f"- {NO_DATA} (no figure)") and "No results for gru" in lines[gru + 1]
+    lines = [overview.verdict_line(v) for _, v in overview.verdicts_here([mine], ["cnn"])]
+    line = next(line for line in lines if SMALL_DATA.text in line)
+    assert line.startswith(f"{NOT_REPRODUCED} (rests on measurements; 2.30x (95% CI ")
+    gru = next(line for line in lines if "GRU" in line)
+    assert gru.startswith(f"{NO_DATA} (no figure)") and "No results for gru" in gru
 
 
 def test_a_verdict_states_the_gpus_precision_as_recorded():
