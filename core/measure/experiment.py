@@ -135,6 +135,7 @@ class Experiment:
     metric_units: dict[str, str] = {}
     unpredicted_metrics: tuple[str, ...] = ()  # times of start-up or warm-up: one warm sample's prediction says nothing
     malloc_mmap_threshold: int | None = None  # glibc: bytes from which a run maps (and unmaps) its allocations
+    samples_to_precision = True  # its points take samples until precise; False: a call's own epochs are its samples
 
     # -- configuration -------------------------------------------------------------------------
     def all_params(self) -> tuple[Param, ...]:
@@ -203,8 +204,12 @@ class Experiment:
 
     def run_estimate(self, config: dict, device: str) -> float:
         """estimate_seconds with each thread setting of a CPU (every setting is a run of the points again) and, timed
-        to a precision, at least MIN_SAMPLES samples where the experiment's repeats (or epochs) are fewer."""
+        to a precision, at least MIN_SAMPLES samples where the experiment's repeats (or epochs) are fewer, and the
+        samples a noisy point takes beyond them (a run on a busy machine takes them all: the estimate's upper end)."""
         settings = len(thread_counts(config.get(CPU_THREADS.name, CPU_THREADS.default))) if devices.kind(device) == "cpu" else 1
         repeats = config.get("repeats", config.get("epochs"))
-        more = timing.MIN_SAMPLES / repeats if config.get(PRECISION.name) and repeats and repeats < timing.MIN_SAMPLES else 1
+        more = 1.0
+        if config.get(PRECISION.name):  # at least MIN_SAMPLES; a noisy point goes on for up to EXTRA_TIME times as long
+            more = max(1.0, timing.MIN_SAMPLES / repeats if repeats else 1.0) * (
+                1 + timing.EXTRA_TIME if self.samples_to_precision else 1)
         return settings * more * self.estimate_seconds(config, device)

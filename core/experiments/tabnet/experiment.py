@@ -37,6 +37,7 @@ WORKSPACE_BYTES = 64e6  # the network, Adam's state, the libraries' workspaces (
 
 class Tabnet(Presented):
     name = "tabnet"
+    samples_to_precision = False  # a fit's epochs are its samples (hooks): it runs as many as it is given
     title = "TabNet (pytorch-tabnet)"
     order = 20
     metric_units = {name: "s" for name in ("epoch_eval_s", "epoch_loader_s", "epoch_train_s", "evaluation_s", "fit_s",
