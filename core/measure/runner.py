@@ -1,8 +1,10 @@
-"""Runs an experiment's points one by one into a record: builds each point's workload, times it
+"""Runs an experiment's points into a record, a configuration at a time (its points on each device and CPU thread
+setting timed in turn, interleaved): builds each point's workload, times it
 (core.measure.timing), takes the census of one sample and the profiler's breakdown of a few (core.measure.census,
 core.measure.breakdown), and writes the row; a failing point is recorded as such (out of memory, device error,
 skipped) and the run goes on with the next. A write the disk refuses (core.store.files.StoreError: full, read-only)
 stops the run: its record is closed as failed, saying why, where the disk still takes that."""
+import json
 import signal
 import traceback
 from pathlib import Path
@@ -33,33 +35,78 @@ INSPECT_LIMIT_S = 10.0
 
 def measure_point(experiment: Experiment, point: Point, config: dict, state: RunState = None,
                   files: Path = None, stem: str = "point") -> dict:
-    """Time one point into a row, at the point's CPU threads and, on a GPU, in FP32 unless the workload allows
-    TF32 (core.measure.timing.precision), recording both. With `files` (a folder), also take the census of one
-    sample and the profiler's breakdown at the default threads, whose trace and operator table are written there
-    as `stem`.*."""
+    """Time one point into a row: measure_together with it alone."""
+    return measure_together(experiment, [(point, stem)], config, state, files)[0]
+
+
+def measure_together(experiment: Experiment, points: list[tuple[Point, str]], config: dict, state: RunState = None,
+                     files: Path = None) -> list[dict]:
+    """Time the points of one configuration (a variant at the same parameters, on each device and CPU thread
+    setting) into rows, their samples taken in turn (core.measure.timing.interleaved: ABAB..., so that a drift of
+    the machine's speed falls on each alike); a call that closes its own samples (hooks: a fit's epochs) is timed
+    alone. Each point runs at its CPU threads and, on a GPU, in FP32 unless the workload allows TF32, recording both.
+    With `files` (a folder), also take the census of one sample and the profiler's breakdown at the default threads,
+    written there as each point's stem.*. A point that is skipped, runs out of memory or fails is recorded as such."""
+    state = state or RunState()
+    built = [_built(experiment, point, config, state) for point, _ in points]
+    samplers = {}
+    for i, (point, _) in enumerate(points):
+        row, workload = built[i]
+        if workload is not None and not workload.hooks:
+            try:
+                samplers[i] = timing.Sampler.of(workload, point.device)
+            except (RuntimeError, MemoryError) as e:
+                built[i] = (_failed(row, point.device, e), None)
+    index = {id(sampler): i for i, sampler in samplers.items()}
+
+    def failed(sampler: timing.Sampler, error: Exception) -> None:
+        i = index[id(sampler)]
+        built[i] = (_failed(built[i][0], points[i][0].device, error), None)
+    timing.interleaved(list(samplers.values()), failed)
+    for i, (point, stem) in enumerate(points):
+        row, workload = built[i]
+        if workload is not None:
+            _finished(row, workload, point, samplers.get(i), files, stem)
+    return [row for row, _ in built]
+
+
+def _built(experiment: Experiment, point: Point, config: dict, state: RunState) -> tuple[dict, timing.Workload | None]:
+    """A point's row so far and its workload (None where the experiment skipped it or building it failed)."""
     row = {"device": point.device, "variant": point.variant, "params": point.params, "status": "ok",
            "threads_setting": point.threads_setting}
     try:
-        workload = experiment.workload(point, config, state or RunState())
-        if point.threads:
-            workload.threads = point.threads
-        workload.precision = config.get("precision") or None
-        row.update(unit=workload.unit, per_call=workload.per_call,
-                   torch_threads=workload.threads or torch.get_num_threads(),
-                   **(timing.precision_flags(workload) if devices.is_accelerator(point.device) else {}))
+        workload = experiment.workload(point, config, state)
+    except SkipPoint as skip:
+        return row | {"status": "skipped", "error": str(skip), "metrics": skip.metrics}, None
+    except (RuntimeError, MemoryError) as e:
+        return _failed(row, point.device, e), None
+    if point.threads:
+        workload.threads = point.threads
+    workload.precision = config.get("precision") or None
+    row.update(unit=workload.unit, per_call=workload.per_call, torch_threads=workload.threads or torch.get_num_threads(),
+               **(timing.precision_flags(workload) if devices.is_accelerator(point.device) else {}))
+    return row, workload
+
+
+def _finished(row: dict, workload: timing.Workload, point: Point, sampler: timing.Sampler | None, files: Path | None,
+              stem: str) -> None:
+    """The row's measurement (the sampler's, or a hooked call's timed now), metrics, census and breakdown."""
+    try:
+        measurement = sampler.measurement() if sampler else timing.run(workload, point.device)
         with timing.precision(workload):
-            measurement = timing.run(workload, point.device)
             row.update(measurement.to_dict(),
                        metrics=workload.metrics | (workload.finish(measurement) if workload.finish else {}))
             if files and point.threads_setting == DEFAULT_THREADS:
                 row.update(inspect(workload, point.device, measurement, files, stem))
             elif files:  # threads change the time, not the operations: the default's census and profile stand
                 row.update(census={"skipped": AT_DEFAULT_ONLY}, breakdown={"skipped": AT_DEFAULT_ONLY})
-    except SkipPoint as skip:
-        row.update(status="skipped", error=str(skip), metrics=skip.metrics)
     except (RuntimeError, MemoryError) as e:
-        row.update(status="oom" if devices.is_out_of_memory(e) else "error", error=f"{type(e).__name__}: {e}")
-        devices.release_cached_memory(point.device)
+        _failed(row, point.device, e)
+
+
+def _failed(row: dict, device: str, error: Exception) -> dict:
+    row.update(status="oom" if devices.is_out_of_memory(error) else "error", error=f"{type(error).__name__}: {error}")
+    devices.release_cached_memory(device)
     return row
 
 
@@ -103,15 +150,19 @@ def run(experiment: Experiment, config: dict, device_names: list[str], writer: R
     previous = signal.signal(signal.SIGTERM, _raise_cancelled)
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # core.commands.jobs holds a cancel back until now
-        for i, point in enumerate(points, 1):
+        done = 0
+        for group in configurations(points):
             if starting:
-                starting(i, len(points), point)
-            row = measure_point(experiment, point, config, state, files=writer.path.with_suffix(""),
-                                stem=f"{i:03d}-{point.device.replace(':', '')}-{_slug(point.variant)}")
-            writer.add(row)
-            state.rows.append(row)
-            if progress:
-                progress(i, len(points), point, row)
+                starting(done + 1, len(points), group[0][1])
+            stems = [f"{i:03d}-{point.device.replace(':', '')}-{_slug(point.variant)}" for i, point in group]
+            rows = measure_together(experiment, [(point, stem) for (_, point), stem in zip(group, stems)], config,
+                                    state, files=writer.path.with_suffix(""))
+            for (_, point), row in zip(group, rows):
+                done += 1
+                writer.add(row)
+                state.rows.append(row)
+                if progress:
+                    progress(done, len(points), point, row)
         on_gpus_alone = all(map(devices.is_accelerator, device_names))  # their rows hold the real censuses
         _standins(experiment, [] if on_gpus_alone else standin.points(experiment, config), config, writer,
                   standin_progress)
@@ -170,6 +221,15 @@ def _standins(experiment: Experiment, planned: list[Point], config: dict, writer
                 progress(i, len(planned), point, entry)
     except (Cancelled, KeyboardInterrupt):
         return  # the run is complete: the record's count of them against its plan says they were cut
+
+
+def configurations(points: list[Point]) -> list[list[tuple[int, Point]]]:
+    """The planned points (numbered from 1) grouped by variant and parameters, in the order each first comes: the
+    points measured together, one per device and CPU thread setting."""
+    groups: dict[tuple, list[tuple[int, Point]]] = {}
+    for i, point in enumerate(points, 1):
+        groups.setdefault((point.variant, json.dumps(point.params, sort_keys=True)), []).append((i, point))
+    return list(groups.values())
 
 
 def _slug(text: str) -> str:

@@ -213,78 +213,136 @@ def precision(workload: Workload):
 
 def run(workload: Workload, device: str, sync: Callable[[str], None] = None) -> Measurement:
     """Time a workload on a device, its way (blocks, hooks or one call per sample)."""
-    with intra_op_threads(workload.threads):
-        if workload.setup:
-            workload.setup()
-        if workload.hooks:
+    if workload.hooks:
+        with intra_op_threads(workload.threads), precision(workload):
+            if workload.setup:
+                workload.setup()
             return _hooked(workload, device, sync)
-        if workload.block_seconds:
-            return micro(workload.call, device, repeats=workload.repeats, block_seconds=workload.block_seconds,
-                         sync=sync, precision=workload.precision)
-        return measure(workload.call, device, repeats=workload.repeats, warmup=workload.warmup,
-                       budget_s=workload.budget_s, prewarmed=workload.prewarmed, sync=sync,
-                       precision=workload.precision)
+    sampler = Sampler.of(workload, device, sync)
+    while sampler.wanted():
+        sampler.take()
+    return sampler.measurement()
 
 
 def measure(fn: Callable[[], object], device: str, *, repeats: int = 5, warmup: int = 1,
             budget_s: float = None, prewarmed: bool = False, sync: Callable[[str], None] = None,
             precision: float = None) -> Measurement:
-    """One call per sample, after `warmup` calls (timed and kept apart). Within `budget_s`, stop
-    repeating when another call would overrun it; a warm-up call that leaves no room for one is the
-    measurement itself (`cold`). Samples with no warm-up before them are cold unless `prewarmed`. With
-    `precision`, sampling goes on as `until_precise` says."""
-    read = clock(device, sync)
-
-    def timed() -> float:
-        start = read()
-        fn()
-        return read() - start
-
-    warm = tuple(timed() for _ in range(warmup))
-    if budget_s and warm and sum(warm) + warm[-1] > budget_s:
-        return Measurement((warm[-1],), warm[:-1], cold=len(warm) == 1)
-    samples, spent = [], sum(warm)
-    for _ in range(max(repeats, MIN_SAMPLES if precision else 0)):
-        samples.append(timed())
-        spent += samples[-1]
-        if budget_s and spent + samples[-1] > budget_s:
-            return Measurement(tuple(samples), warm, cold=not warm and not prewarmed,
-                               stopped="budget" if precision else "")
-    stopped = until_precise(samples, timed, precision, budget_s - spent if budget_s else None) if precision else ""
-    return Measurement(tuple(samples), warm, cold=not warm and not prewarmed, stopped=stopped)
+    """One call per sample, after `warmup` calls (timed and kept apart): a Sampler run alone."""
+    return run(Workload(fn, "call", repeats=repeats, warmup=warmup, budget_s=budget_s, prewarmed=prewarmed,
+                        precision=precision), device, sync)
 
 
-def until_precise(samples: list[float], take: Callable[[], float], precision: float, left_s: float | None,
-                  cost: Callable[[float], float] = lambda sample: sample) -> str:
-    """Take more samples (appended) until the median's 95% interval is within `precision` of it, the time left
-    (`left_s`, else EXTRA_TIME times what the samples so far took, a sample taking `cost(sample)` seconds) would be
-    overrun, or MAX_SAMPLES are taken; says which stopped it."""
-    left = left_s if left_s is not None else EXTRA_TIME * sum(map(cost, samples))
-    while True:
-        width = Measurement(tuple(samples)).half_width
-        if width is not None and width <= precision:
-            return f"within {precision:.0%}"
-        if len(samples) >= MAX_SAMPLES:
-            return f"{MAX_SAMPLES} samples"
-        if cost(samples[-1]) > left:
-            return "budget"
-        samples.append(take())
-        left -= cost(samples[-1])
+def micro(fn: Callable[[], object], device: str, *, repeats: int = 5, block_seconds: float = 0.05,
+          sync: Callable[[str], None] = None, precision: float = None) -> Measurement:
+    """Microsecond-scale calls timed in blocks (torch.utils.benchmark): a Sampler run alone."""
+    return run(Workload(fn, "call", repeats=repeats, block_seconds=block_seconds, precision=precision), device, sync)
 
 
-def micro(fn: Callable[[], object], device: str, *, repeats: int = 5, threads: int = None,
-          block_seconds: float = 0.05, sync: Callable[[str], None] = None, precision: float = None) -> Measurement:
-    """Time microsecond-scale calls with torch.utils.benchmark: each sample is the mean of a block of
-    calls. `threads` defaults to the intra-op threads torch really uses (Timer's own default is 1). With
-    `precision`, blocks are added as `until_precise` says."""
-    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, timer=clock(device, sync),
-                            num_threads=threads or torch.get_num_threads())
-    first = timer.timeit(1).mean  # Timer.timeit warms up itself; this call sizes the blocks
-    number = max(1, int(block_seconds / max(first, 1e-9)))
-    block = lambda: timer.timeit(number).mean
-    samples = [block() for _ in range(max(repeats, MIN_SAMPLES if precision else 0))]
-    stopped = until_precise(samples, block, precision, None, cost=lambda mean: mean * number) if precision else ""
-    return Measurement(tuple(samples), (first,), stopped=stopped)
+class Sampler:
+    """A plain or blocked workload's samples, taken one at a time (`take`, while `wanted`), so that the samples of
+    several workloads can alternate (core.measure.runner interleaves the CPU's and the GPU's points of one
+    configuration, and the CPU's thread settings: ABAB..., so that a drift of the machine's speed falls on every
+    side alike). Each call runs at the workload's threads and precision.
+
+    One call per sample after `warmup` calls (timed and kept apart), or with `block_seconds` each sample the mean of
+    a block of calls that long (torch.utils.benchmark.Timer, sized by one call). Within `budget_s`, no sample is
+    taken that would overrun it; a warm-up call that leaves no room for one is the measurement itself (`cold`).
+    Samples with no warm-up before them are cold unless `prewarmed`. With `precision`, at least MIN_SAMPLES are taken
+    and more until the median's 95% interval is within that share of it, the budget (or, without one, EXTRA_TIME
+    times the first samples' time) would be overrun, or MAX_SAMPLES are taken: `stopped` says which."""
+
+    def __init__(self, workload: Workload, device: str, sync: Callable[[str], None] = None):
+        self.workload, self.read = workload, clock(device, sync)
+        self.minimum = max(workload.repeats, MIN_SAMPLES if workload.precision else 0)
+        self.samples: list[float] = []
+        self.stopped, self.done, self.extra_left = "", False, None
+        self.number = 1
+
+    @classmethod
+    def of(cls, workload: Workload, device: str, sync: Callable[[str], None] = None) -> "Sampler":
+        """A sampler with the workload set up and warmed up."""
+        sampler = cls(workload, device, sync)
+        with sampler.running():
+            if workload.setup:
+                workload.setup()
+            sampler._warm_up()
+        return sampler
+
+    @contextmanager
+    def running(self):
+        with intra_op_threads(self.workload.threads), precision(self.workload):
+            yield
+
+    def _warm_up(self) -> None:
+        w = self.workload
+        if w.block_seconds:
+            self.timer = benchmark.Timer(stmt="fn()", globals={"fn": w.call}, timer=self.read,
+                                         num_threads=torch.get_num_threads())  # Timer's own default is 1
+            first = self.timer.timeit(1).mean  # Timer.timeit warms up itself; this call sizes the blocks
+            self.number = max(1, int(w.block_seconds / max(first, 1e-9)))
+            self.warm, self.cold, self.spent = (first,), False, 0.0
+            return
+        self.warm = tuple(self._call() for _ in range(w.warmup))
+        self.cold, self.spent = not self.warm and not w.prewarmed, sum(self.warm)
+        if w.budget_s and self.warm and sum(self.warm) + self.warm[-1] > w.budget_s:
+            self.samples, self.warm, self.cold, self.done = [self.warm[-1]], self.warm[:-1], len(self.warm) == 1, True
+
+    def _call(self) -> float:
+        start = self.read()
+        self.workload.call()
+        return self.read() - start
+
+    def _cost(self, sample: float) -> float:
+        return sample * self.number
+
+    def wanted(self) -> bool:
+        if self.done:
+            return False
+        w, n = self.workload, len(self.samples)
+        if n < self.minimum:
+            over = n and w.budget_s and self.spent + self.samples[-1] > w.budget_s
+            return self._stop("budget" if w.precision else "") if over else True
+        if not w.precision:
+            return self._stop("")
+        width = Measurement(tuple(self.samples)).half_width
+        if width is not None and width <= w.precision:
+            return self._stop(f"within {w.precision:.0%}")
+        if n >= MAX_SAMPLES:
+            return self._stop(f"{MAX_SAMPLES} samples")
+        if self.extra_left is None:
+            self.extra_left = w.budget_s - self.spent if w.budget_s else EXTRA_TIME * sum(map(self._cost, self.samples))
+        return self._stop("budget") if self._cost(self.samples[-1]) > self.extra_left else True
+
+    def _stop(self, why: str) -> bool:
+        self.stopped, self.done = why, True
+        return False
+
+    def take(self) -> None:
+        with self.running():
+            sample = self.timer.timeit(self.number).mean if self.workload.block_seconds else self._call()
+        self.samples.append(sample)
+        self.spent += self._cost(sample)
+        if self.extra_left is not None:
+            self.extra_left -= self._cost(sample)
+
+    def measurement(self) -> Measurement:
+        return Measurement(tuple(self.samples), self.warm, cold=self.cold, stopped=self.stopped)
+
+
+def interleaved(samplers: list["Sampler"], failed: Callable[["Sampler", Exception], None]) -> None:
+    """Samples of every sampler in turn (ABAB...) until none wants more; a sampler whose call raises a device
+    error or runs out of memory is reported to `failed` and dropped, the others go on."""
+    active = list(samplers)
+    while active:
+        for sampler in list(active):
+            if not sampler.wanted():
+                active.remove(sampler)
+                continue
+            try:
+                sampler.take()
+            except (RuntimeError, MemoryError) as e:
+                active.remove(sampler)
+                failed(sampler, e)
 
 
 CALL = "call"  # the lap name of a plain workload's call in `observe`

@@ -89,10 +89,10 @@ def test_the_cli_prints_each_points_census_per_unit(results_dir, capsys):
 
 @pytest.mark.full
 def test_a_run_on_gpus_alone_takes_no_stand_in_census_and_a_cpu_run_does(results_dir, monkeypatch):
-    def measured(experiment, point, *args, **kwargs):  # no GPU here: the runner's own steps are under test
-        return {"device": point.device, "variant": point.variant, "params": point.params, "status": "ok",
-                "unit": "product", "per_call": 1, "samples": [1e-3], "median": 1e-3}
-    monkeypatch.setattr(runner, "measure_point", measured)
+    def measured(experiment, points, *args, **kwargs):  # no GPU here: the runner's own steps are under test
+        return [{"device": point.device, "variant": point.variant, "params": point.params, "status": "ok",
+                 "unit": "product", "per_call": 1, "samples": [1e-3], "median": 1e-3} for point, _ in points]
+    monkeypatch.setattr(runner, "measure_together", measured)
     exp = experiments.get("matmul")
     config = exp.config("smoke", {"sizes": (16,)})
     taken = {}
