@@ -45,8 +45,8 @@ def latest(rows: pd.DataFrame, run_id: str = None, every_threads: bool = False) 
     and device, the one from the latest complete run of its machine and configuration. CPU points are
     those at torch's default threads (the write-up's baseline) unless `every_threads`."""
     data = ok(rows)
-    data = data[data["run_id"] == run_id] if run_id else results.latest_complete_rows(data, [*POINT_KEYS, "threads_setting"]
-                                                                                    if "threads_setting" in data else POINT_KEYS)
+    keys = [*POINT_KEYS, "threads_setting"] if "threads_setting" in data else POINT_KEYS
+    data = data[data["run_id"] == run_id] if run_id else results.latest_complete_rows(data, keys)
     return data if every_threads else at_default_threads(data)
 
 
