@@ -54,6 +54,7 @@ def gru_step(batch: int):
     return step
 
 
+@pytest.mark.full  # a GRU step's census at two batch sizes: seconds; the shipped points below cover it too
 @pytest.mark.parametrize("batch", [64, 512])
 def test_the_gru_rule_gives_the_h200s_kernels_per_step(batch):
     with standin.playing_cuda():
@@ -133,6 +134,7 @@ def profiled_per_step(row: dict) -> float:
     return row["census"]["profiler_kernels"] / (row["params"]["rows"] // row["params"]["batch_size"])
 
 
+@pytest.mark.full  # every shipped GPU point's stand-in census
 @pytest.mark.parametrize("experiment, row", shipped_points())
 def test_the_shipped_h200_points_are_within_10_percent_of_the_profiler_after_the_correction(experiment, row, one_thread,
                                                                                              monkeypatch):
