@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from core import experiments, settings
-from core.store import results
 from core.measure import runner
+from core.store import results
 from core.store.files import write_atomic
 from core.store.results import RecordWriter
 
@@ -64,6 +64,22 @@ def smoke_record(name: str, device_names=("cpu",), preset: str = "smoke", **over
     record |= {"run_id": results.new_run_id(name)}
     write_atomic(settings.results_dir() / record["machine_id"] / f"{record['run_id']}.json", record)
     return record
+
+
+def timing_only_rows(name: str, overrides: dict, folder: Path) -> pd.DataFrame:
+    """A complete smoke run of `name` on the CPU into `folder`, timing only (no census, profile or stand-in census:
+    the tests that call it are about timing), as a rows frame."""
+    from core.measure import standin
+    exp = experiments.get(name)
+    config = exp.config("smoke", overrides)
+    writer = RecordWriter(name, "smoke", config, ["cpu"], results_dir=folder)
+    limit, runner.INSPECT_LIMIT_S = runner.INSPECT_LIMIT_S, 0.0
+    planned, standin.points = standin.points, lambda experiment, config: []
+    try:
+        assert runner.run(exp, config, ["cpu"], writer) == "complete"
+    finally:
+        runner.INSPECT_LIMIT_S, standin.points = limit, planned
+    return results.rows_frame(results.load_records(folder), name)
 
 
 _ONCE: dict[str, object] = {}

@@ -5,6 +5,7 @@ from core import experiments, settings
 from core.commands import jobs
 from core.store import results
 from tests.helpers import render, smoke_record, wait_for
+from ui import data
 
 PAGES = sorted((settings.APP_ROOT / "pages").glob("*.py"))
 
@@ -30,6 +31,7 @@ def test_router_opens_on_the_overview_with_the_sidebar():
 def test_every_page_renders_with_the_shipped_results(page, shipped_results):
     at = app(f"pages/{page.name}")
     assert not at.exception
+    assert data.records() == results.load_records()  # the page read the shared records without changing them
     if page.stem in experiments.registry() and not results.rows_frame(results.load_records(), page.stem).empty:
         assert at.get("vega_lite_chart"), f"{page.stem} shows no chart despite shipped results"
 

@@ -46,7 +46,7 @@ def test_a_gpu_record_lifts_the_notice_and_fills_a_machine_column(results_dir):
     assert not any(NOTICE in w.value for w in at.warning)
     header = matrix_text(at).splitlines()[0]
     assert "CPU of gpu-machine (8 threads) / Fake GPU" in header and "CPU of cpu-machine (8 threads) / no GPU" in header
-    assert "**reproduced**: Measured 6.00x numpy's speed" in matrix_text(at)
+    assert "**reproduced**: Measured 6.00x (95% CI 6.00–6.00x) numpy's speed" in matrix_text(at)
     assert "measured on Fake GPU" in str(at.get("vega_lite_chart")[0].proto)  # the series, in the chart's data
     machines = at.dataframe[0].value
     assert sorted(machines["Complete runs"]) == ["quick 1", "quick 1"]

@@ -33,7 +33,7 @@ def test_the_choices_outlive_the_run_and_the_finished_run_links_to_the_results(r
 
 @pytest.mark.full
 def test_the_sidebar_and_the_panel_show_one_progress(results_dir):
-    jobs.start("matmul", ["cpu"], "smoke", SLOW)
+    jobs.start("matmul", ["cpu"], "smoke", SLOW | {"block_seconds": 0.2})  # still running after two slow renders
     try:
         wait_for(lambda: (j := jobs.current()) and j["done"] >= 1)
         elsewhere, panel = render("streamlit_app.py"), render("pages/matmul.py")

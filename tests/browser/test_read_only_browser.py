@@ -1,9 +1,12 @@
-"""The read-only view as a visitor sees it, page by page, in headless Chromium: the app speaks of "this
-server" (the visitor is not on the machine that measured), shows none of the server's paths and no run
-controls. A screenshot of every page is saved in the test's temporary folder."""
+"""The read-only view as a visitor sees it, page by page, in headless Chromium, over the small results kept for the
+tests (each experiment's charts and verdicts drawn): no error on any page, the app speaks of "this server" (the
+visitor is not on the machine that measured), shows none of the server's paths and no run controls. A full-page
+screenshot of every page is saved in the test's temporary folder."""
 import re
+import shutil
 
 from core import experiments
+from tests.app.test_every_page import SMALL_RESULTS
 from tests.browser import test_served_app as served
 
 pytestmark = served.pytestmark
@@ -15,12 +18,16 @@ RERUN_HEADING = re.compile(r"rerun|run it again", re.IGNORECASE)
 
 def test_every_page_of_the_read_only_view_speaks_of_this_server_and_shows_no_path(serve, page, results_dir,
                                                                                 tmp_path):
+    shutil.copytree(SMALL_RESULTS, results_dir, dirs_exist_ok=True)
     url = serve(CROSSOVER_READ_ONLY="1")
     problems = {}
     for name in PAGES:
+        page.set_viewport_size({"width": 1400, "height": 1000})
         page.goto(f"{url}/{name}")
         page.locator("h1").first.wait_for(timeout=served.WAIT_MS)
         page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(timeout=served.WAIT_MS)
+        tall = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+        page.set_viewport_size({"width": 1400, "height": tall + 50})  # the page scrolls inside stMain
         page.screenshot(path=tmp_path / f"read-only-{name or 'overview'}.png", full_page=True)
         problems[name or "overview"] = _problems(page, str(results_dir))
     assert not any(problems.values()), {name: found for name, found in problems.items() if found}
@@ -38,6 +45,6 @@ def _problems(page, results_path: str) -> list[str]:
         found.append("no 'Devices on this server' in the sidebar")
     headings = page.get_by_role("heading", name=RERUN_HEADING)
     found += [f"a rerun heading: {headings.nth(i).inner_text()}" for i in range(headings.count())]
-    if page.locator("[data-testid='stException']").count():
+    if page.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count():
         found.append("an error element")
     return found

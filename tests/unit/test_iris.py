@@ -4,15 +4,14 @@ import pandas as pd
 import pytest
 
 from core import devices, published
-from core.store import results
-from core.measure import runner, standin
-from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
-from core.measure.experiment import Point, RunState
-from core.experiments.iris import analysis, charts, experiment as iris, model
+from core.experiments.iris import analysis, charts, model
+from core.experiments.iris import experiment as iris
 from core.experiments.iris.model import Training, thinned
+from core.measure.experiment import Point, RunState
 from core.params import ConfigError
-from core.store.results import RecordWriter
-from tests.helpers import hand_rows
+from core.present.analysis import NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
+from core.store import results
+from tests.helpers import hand_rows, timing_only_rows
 
 EXP = iris.EXPERIMENT
 INTERVALS = (1, 10, 100, 200, 1000, 2000, iris.NEVER)
@@ -24,16 +23,8 @@ FIGURES = published.load("iris")
 @pytest.fixture(scope="module")
 def swept(one_thread, tmp_path_factory) -> pd.DataFrame:
     """One CPU run of every variant over the write-up's intervals, with one timed repeat."""
-    folder = tmp_path_factory.mktemp("iris-results")
-    config = EXP.config("smoke", {"epochs": EPOCHS, "log_every": INTERVALS, "repeats": 1})
-    writer = RecordWriter("iris", "smoke", config, ["cpu"], results_dir=folder)
-    limit, runner.INSPECT_LIMIT_S = runner.INSPECT_LIMIT_S, 0.0  # these tests are about timing: no census or profile,
-    planned, standin.points = standin.points, lambda experiment, config: []  # and no stand-in census
-    try:
-        assert runner.run(EXP, config, ["cpu"], writer) == "complete"
-    finally:
-        runner.INSPECT_LIMIT_S, standin.points = limit, planned
-    return results.rows_frame(results.load_records(folder), "iris")
+    return timing_only_rows("iris", {"epochs": EPOCHS, "log_every": INTERVALS, "repeats": 1},
+                            tmp_path_factory.mktemp("iris-results"))
 
 
 def test_presets_are_valid_and_smoke_is_small():

@@ -8,12 +8,11 @@ import pandas as pd
 import pytest
 
 from core import published
-from core.experiments.iris import analysis, experiment as iris
-from core.measure import runner, standin
+from core.experiments.iris import analysis
+from core.experiments.iris import experiment as iris
 from core.measure.experiment import Point
 from core.present.analysis import NEEDS_GPU, NOT_REPRODUCED, REPRODUCED, TOO_CLOSE
-from core.store import results
-from core.store.results import RecordWriter
+from tests.helpers import timing_only_rows
 
 EXP = iris.EXPERIMENT
 FIGURES = published.load("iris")
@@ -82,17 +81,8 @@ def test_the_read_cost_point_alternates_its_blocks_in_one_hooked_call():
 @pytest.fixture(scope="module")
 def measured(one_thread, tmp_path_factory) -> pd.DataFrame:
     """A real smoke run on the CPU of the read-cost point and the as-written runs reading every epoch and never."""
-    folder = tmp_path_factory.mktemp("iris-read-cost")
-    config = EXP.config("smoke", {"variants": (iris.AS_WRITTEN, iris.READ_COST), "log_every": (1, iris.NEVER),
-                                  "repeats": 2})
-    writer = RecordWriter("iris", "smoke", config, ["cpu"], results_dir=folder)
-    limit, runner.INSPECT_LIMIT_S = runner.INSPECT_LIMIT_S, 0.0  # no census or profile: timing is under test here,
-    planned, standin.points = standin.points, lambda experiment, config: []  # and no stand-in census
-    try:
-        assert runner.run(EXP, config, ["cpu"], writer) == "complete"
-    finally:
-        runner.INSPECT_LIMIT_S, standin.points = limit, planned
-    return results.rows_frame(results.load_records(folder), "iris")
+    overrides = {"variants": (iris.AS_WRITTEN, iris.READ_COST), "log_every": (1, iris.NEVER), "repeats": 2}
+    return timing_only_rows("iris", overrides, tmp_path_factory.mktemp("iris-read-cost"))
 
 
 def test_a_smoke_run_records_the_paired_blocks_of_both_sides(measured):

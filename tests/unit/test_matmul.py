@@ -7,7 +7,7 @@ import torch
 
 from core import devices, published
 from core.measure import runner
-from core.present.analysis import NEEDS_GPU, NOT_REPRODUCED, REPRODUCED
+from core.present.analysis import NEEDS_GPU, NOT_REPRODUCED, REPRODUCED, TOO_CLOSE
 from core.measure.experiment import Point, RunState
 from core.experiments.matmul import analysis, experiment as matmul
 from tests.helpers import hand_rows, smoke_rows
@@ -59,6 +59,35 @@ def test_verdicts_need_a_gpu_then_compare_with_the_published_ratio():
     assert resident.outcome == REPRODUCED and "6.00x" in resident.evidence and resident.basis == "measured"
     assert copied.outcome == NOT_REPRODUCED and "0.20x" in copied.evidence
     assert "K80" in resident.evidence  # the published figure's hardware, from core/published.json
+
+
+def _sampled_rows(relative: float) -> pd.DataFrame:
+    """numpy 3.15x slower than the resident product and 2.1x slower than the copying one, at the edges of the
+    published figures' factor-of-2 ranges (6x: 3 to 12; 1x: 0.5 to 2), every point's samples `relative` apart."""
+    spread = lambda t: [t * (1 + relative * x) for x in (-1, -0.5, 0, 0.5, 1)]
+    times = {"numpy": 6.3, "torch resident": 2.0, "torch copy pageable": 3.0}
+    return hand_rows([{"device": "cpu" if v == "numpy" else "cuda:0", "variant": v, "size": analysis.CLAIM_SIZE,
+                       "median_s": t, "samples_s": spread(t)} for v, t in times.items()], ("size",))
+
+
+def test_the_claims_are_decided_on_the_interval_of_numpys_time_over_the_products():
+    figures = published.load("matmul")
+    resident, copied = EXP.verdicts(_sampled_rows(0.3), figures)
+    assert resident.outcome == copied.outcome == TOO_CLOSE
+    assert "straddles the threshold 3.00x" in resident.evidence and "straddles the threshold 2.00x" in copied.evidence
+    resident, copied = EXP.verdicts(_sampled_rows(0.01), figures)
+    assert (resident.outcome, copied.outcome) == (REPRODUCED, NOT_REPRODUCED)
+    assert resident.interval.startswith("3.15x (95% CI 3.") and copied.interval.startswith("2.10x (95% CI 2.")
+
+
+def test_the_gain_table_carries_each_products_interval():
+    found = analysis.gain_table(_sampled_rows(0.3)).set_index("variant")
+    low, high = (float(x) for x in found.loc["torch resident", "gain_ci"].rstrip("x").split("–"))
+    assert found.loc["torch resident", "gain"] == pytest.approx(3.15) and low < 3.15 < high
+    tight = analysis.gain_table(_sampled_rows(0.0)).set_index("variant")
+    assert tight.loc["torch copy pageable", "gain_ci"] == "2.10–2.10x"
+    table = next(t for title, t in EXP.tables(_sampled_rows(0.3)).items() if "relative to numpy" in title)
+    assert "95% CI" in table.columns
 
 
 def test_the_claim_texts_take_their_figures_from_published_json():

@@ -48,7 +48,7 @@ def test_the_matrix_has_a_row_per_claim_and_a_column_per_machine_with_its_marks(
     assert list(zip(matrix.drop_duplicates(["experiment", "claim"])["experiment"], table["Claim"])) == every_claim()
     assert list(table.columns) == ["Write-up", "Claim", "Published", label("cpu-machine", False), label("gpu-machine")]
     matmul = table[table["Claim"].str.contains("numpy's speed")]
-    assert matmul[label("gpu-machine")].str.match(r"\[ok\] \*\*reproduced\*\* \(\d\.\d\dx \(95% CI .*\)\): Measured").all()
+    assert matmul[label("gpu-machine")].str.match(r"\[ok\] \*\*reproduced\*\*: Measured \d\.\d\dx \(95% CI .*\) numpy's speed").all()
     assert (matmul[label("cpu-machine", False)] == "[gpu] needs a GPU").all()
     assert list(matmul["Published"]) == ["GPU 6x (size 200, variant torch resident)",
                                          "GPU 1x (size 200, variant torch copy pageable)"]

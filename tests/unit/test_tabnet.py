@@ -254,3 +254,20 @@ def test_a_gain_whose_interval_straddles_its_range_is_too_close_to_call():
     assert modest.outcome == TOO_CLOSE and "straddles the threshold 1.30x" in modest.evidence
     _, modest = EXP.verdicts(rows(0.0), figures)
     assert modest.outcome == REPRODUCED and "1.30x (95% CI 1.30–1.30x)" in modest.interval
+
+
+def test_the_ratio_table_carries_each_pairs_interval_and_a_clear_gain_is_decided():
+    """A 1.6x gain at every batch size with samples 5% apart: its interval lies inside the 1.3-2.0 range, so the
+    verdict is decided, and each row of the ratio table shows its own interval."""
+    spread = lambda t: [t * (1 + 0.05 * x) for x in (-1, -0.5, 0, 0.5, 1)]
+    times = {("cpu", 128): 1.6, ("cpu", 4096): 3.2, ("cuda:0", 128): 1.0, ("cuda:0", 4096): 2.0}
+    rows = hand_rows([{"device": d, "variant": tabnet.AS_WRITTEN, "batch_size": b, "median_s": t, "samples_s": spread(t)}
+                      for (d, b), t in times.items()], ("batch_size",))
+    _, modest = EXP.verdicts(rows, published.load("tabnet"))
+    assert modest.outcome == REPRODUCED and modest.interval.startswith("1.60x (95% CI ")
+    table = analysis.cpu_over_gpu(rows).set_index("batch_size")
+    for size in (128, 4096):
+        low, high = (float(x) for x in table.loc[size, "speedup_ci"].rstrip("x").split("–"))
+        assert low < 1.6 < high and 1.3 < low and high < 2.0
+    shown = next(t for title, t in EXP.tables(rows).items() if title.startswith("GPU speedup per batch size"))
+    assert "Speedup, 95% CI" in shown.columns

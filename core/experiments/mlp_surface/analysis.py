@@ -90,10 +90,10 @@ def _tuned_note(sp: pd.DataFrame) -> str:
     if tuned.empty:
         return ""
     failed = tuned["cuda_graph_error"].notna().any()
-    graphed = tuned["cuda_graph"].fillna(False).astype(bool).all()
+    graphed = tuned["cuda_graph"].astype(object).fillna(False).astype(bool).all()
     how = ("one read; the CUDA graph capture failed, eager steps" if failed
            else "CUDA graph, one read" if graphed else "one read, eager steps (no CUDA graph on this device)")
-    return f"; tuned ({how}): {tuned['speedup'].median():.1f}x"
+    return f"; tuned ({how}): {_speedup(tuned).text('{:.1f}x')}"
 
 
 def _check_paper_speedup(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
@@ -134,7 +134,8 @@ def _check_small_cpu_faster(rows: pd.DataFrame, figures: pd.DataFrame) -> Findin
     part = _swept(rows, 100, 200)
     fastest = _speedup(part, np.max)  # the CPU is faster at every size: the GPU's best speed-up is below 1
     return Finding(fastest.value < 1, f"GPU speed-up over the CPU as written (below 1: the CPU is faster) at "
-                                      f"{_sizes(part)}; the largest {fastest.text()}.",
+                                      f"{_sizes(part)}; the largest {fastest.text()}. "
+                                      f"{analysis.cpu_baselines(part, EPOCH)}",
                    interval=fastest, thresholds=(1.0,))
 
 
@@ -144,7 +145,8 @@ def _check_no_difference(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
                            {"samples_s": (EPOCH,), "cpu_samples_s": (f"cpu_{EPOCH}",)})
     widest = stats.Interval(*np.exp([apart.value, apart.low, apart.high]), apart.points, apart.unresampled)
     return Finding(widest.value <= SAME_SPEED_FACTOR, f"GPU speed-up over the CPU as written at {_sizes(part)}; the "
-                                                      f"widest gap either way {widest.text()}.",
+                                                      f"widest gap either way {widest.text()}. "
+                                                      f"{analysis.cpu_baselines(part, EPOCH)}",
                    interval=widest, thresholds=(SAME_SPEED_FACTOR,))
 
 
