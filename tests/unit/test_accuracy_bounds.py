@@ -1,13 +1,28 @@
 """What bounds a checked point: the host's share of its predicted time sorts it into host-bound, mixed or
 compute-bound, and the accuracy is summarised per bound. A point measured by one cold call is marked so."""
+import contextlib
 import copy
+import io
 
 import pandas as pd
 import pytest
 
+from core import settings
 from core.predict import predictions
 from core.store import results
 from core.commands.cli import main
+
+
+@pytest.fixture(scope="module")
+def shipped() -> tuple[pd.DataFrame, str]:
+    """The shipped results' accuracy frame and what `python -m core predict --accuracy` prints of them, taken once for
+    this module's tests (seconds each)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(settings.RESULTS_ENV, str(settings.APP_ROOT / "results"))
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            assert main(["predict", "--accuracy"]) == 0
+        return predictions.accuracy(results.load_records()), printed.getvalue()
 
 
 @pytest.mark.parametrize("share, name", [(1.0, "host-bound"), (0.8, "host-bound"), (0.79, "mixed"), (0.5, "mixed"),
@@ -28,8 +43,8 @@ def test_by_bound_summarises_each_bound_present_host_bound_first():
 
 
 @pytest.mark.full
-def test_the_shipped_checks_carry_their_host_share_and_bound(shipped_results):
-    frame = predictions.accuracy(results.load_records(shipped_results))
+def test_the_shipped_checks_carry_their_host_share_and_bound(shipped):
+    frame, _ = shipped
     assert not frame.empty and frame["host_share"].between(0, 1).all()
     assert (frame["bound"] == frame["host_share"].map(predictions.bound)).all()
     iris = frame[(frame["experiment"] == "iris") & (frame["variant"] == "as written")]
@@ -40,7 +55,7 @@ def test_the_shipped_checks_carry_their_host_share_and_bound(shipped_results):
 
 
 @pytest.mark.full
-def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_it_lacks(shipped_results, capsys):
+def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_it_lacks(shipped_results, shipped):
     older = predictions.unmeasured_text("intel-r-xeon-r-processor-cbad859e", "cpu")  # calibrated 2026-11-22
     assert older.startswith("Its profile was calibrated before calibrate measured 20 of its figures (")
     assert "gemm_seconds" in older and "loader_per_sample" in older
@@ -52,8 +67,7 @@ def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_
         "collection_heap_objects, loader_numpy_field_seconds, sort_row_element_seconds)")
     assert predictions.unmeasured_text("amd-epyc-28e20464", "cpu") == ""  # calibrated by this version: it has them all
     assert predictions.unmeasured_text("no-such-machine", "cpu") == ""
-    assert main(["predict", "--accuracy"]) == 0
-    out = capsys.readouterr().out
+    _, out = shipped
     # the 2-thread Xeon, the earlier AMD VM, the H200 machine's host (its CPU and GPU checks) and the second H200
     # machine's (likewise: calibrated before calibrate timed NumPy rows, sort by row length and, on its GPU, a
     # training step). Its profile is a quick one, which leaves the collection figures out on purpose: the quick
@@ -67,7 +81,7 @@ def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_
 
 
 @pytest.mark.full
-def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(shipped_results, capsys):
+def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(shipped_results, shipped):
     records = [record for record, _ in copy.deepcopy(predictions._latest(results.load_records(shipped_results)))]
     rows = [row for record in records for row in record["rows"] if (row.get("census") or {}).get("stretches")]
     for row in rows:
@@ -75,15 +89,13 @@ def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(ship
     rows[0]["cold"] = True
     frame = predictions.accuracy(records)
     assert frame["cold"].tolist() == [True] + [False] * (len(frame) - 1)
-    shipped = predictions.accuracy(results.load_records(shipped_results))
-    assert main(["predict", "--accuracy"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert shipped["cold"].any()  # the shipped jacobian's vectorized full form at val 100: one call, no warm-up
-    assert sum("; one cold call, no warm-up" in line for line in lines) == shipped["cold"].sum()
+    checked, out = shipped
+    assert checked["cold"].any()  # the shipped jacobian's vectorized full form at val 100: one call, no warm-up
+    assert sum("; one cold call, no warm-up" in line for line in out.splitlines()) == checked["cold"].sum()
 
 
 @pytest.mark.full
-def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_results, capsys):
+def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_results, shipped):
     quick = predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cuda:0")  # the H200 machine: --quick
     assert quick.startswith("Its profile is a quick calibration") and "On cuda:0 it timed matrix products up to 256x256" \
         in quick and "up to 4096x4096" in quick  # a full calibration times a GPU's larger products than a CPU's
@@ -94,8 +106,7 @@ def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_resu
     assert predictions.quick_profile_text("intel-r-xeon-r-processor-6c664674", "cuda:1") == ""  # no such GPU there
     assert predictions.quick_profile_text("amd-epyc-34e468d3", "cpu") == ""  # a full calibration
     assert predictions.quick_profile_text("no-such-machine", "cpu") == ""
-    assert main(["predict", "--accuracy"]) == 0
-    out = capsys.readouterr().out
+    _, out = shipped
     # the two H200 machines' quick profiles (the second is the first's kind of machine, with its CPU's signature):
     # each one's CPU and GPU, each checked
     assert out.count("Its profile is a quick calibration") == 4
@@ -103,21 +114,19 @@ def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_resu
 
 
 @pytest.mark.full
-def test_the_catalogue_predicts_a_measured_gpu_it_lists_driven_by_that_machines_cpu(shipped_results, capsys):
+def test_the_catalogue_predicts_a_measured_gpu_it_lists_driven_by_that_machines_cpu(shipped_results, shipped):
     records = results.load_records(shipped_results)
     checked = predictions.catalogue_accuracy(records)
     assert set(checked["device_name"]) == {"NVIDIA H200"} and set(checked["device"]) == {"cuda:0"}
     assert set(checked["hardware"]) == {f"H200 driven by Intel(R) Xeon(R) Processor (intel-r-xeon-r-processor-{m})"
                                         for m in ("6c664674", "8e260d9d")}
-    own = predictions.accuracy(records)
+    own, out = shipped
     both = checked.merge(own, on=["run_id", "device", "variant", "point"], suffixes=("", "_own"))
     assert len(both) == len(checked) and (both["measured_s"] == both["measured_s_own"]).all()
     assert (both["predicted_s"] != both["predicted_s_own"]).any()  # the catalogue's figures, not the calibrated ones
     summary = predictions.catalogue_summary(checked)
     assert summary["points"].sum() == len(checked)
     assert ((0 <= summary["share_within"]) & (summary["share_within"] <= summary["share_within_2x"])).all()
-    assert main(["predict", "--accuracy"]) == 0
-    out = capsys.readouterr().out
     for hardware, part in checked.groupby("hardware"):
         assert f"The catalogue's {hardware}, against that machine's measured GPU: {len(part)} points" in out
 
@@ -150,10 +159,10 @@ def test_a_cpu_run_after_a_gpu_run_of_the_same_preset_leaves_the_gpus_points_che
 
 
 @pytest.mark.full
-def test_a_gpu_point_whose_census_saw_none_of_its_cuda_graph_is_left_out_and_counted_in_a_note(shipped_results, capsys):
+def test_a_gpu_point_whose_census_saw_none_of_its_cuda_graph_is_left_out_and_counted_in_a_note(shipped_results, shipped):
     machine = "intel-r-xeon-r-processor-8e260d9d"  # its tuned runs replayed graphs before the census could count them
     records = copy.deepcopy(results.load_records(shipped_results))
-    checked = predictions.accuracy(records)
+    checked, out = shipped
     on_gpu = checked[(checked["machine_id"] == machine) & (checked["device"] == "cuda:0")]
     assert not on_gpu.empty and (on_gpu["variant"] != "tuned").all()
     text = predictions.graph_blind_text(records, machine, "cuda:0")
@@ -164,5 +173,4 @@ def test_a_gpu_point_whose_census_saw_none_of_its_cuda_graph_is_left_out_and_cou
     tuned["census"]["graph_replays"] = 1  # as this version's census counts a replay
     assert "tuned" in set(predictions.accuracy(records).query("machine_id == @machine")["variant"])
     assert predictions.graph_blind_text(records, machine, "cuda:0").startswith("11 of its points")
-    assert main(["predict", "--accuracy"]) == 0
-    assert text in capsys.readouterr().out
+    assert text in out
