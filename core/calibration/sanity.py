@@ -7,6 +7,11 @@ over), and what the profile keeps of them:
 - siblings: one key of a family of alike figures (FAMILIES: every module call costs a few microseconds of Python)
   above SIBLING_RATIO times the family's median is measured again once; if it stays above, it is flagged, and the
   cost model reads the profile as if that key were never measured;
+- range: one key of a keyed figure (a layer's module call, a size's rate) above its field's sane range (a stall of a
+  busy machine, which core.calibration.calibrate's probes already measured again) is measured again once; if it stays
+  above, it is flagged and left out of the section, so that the profile still validates and the cost model reads it
+  as if that key were never measured (a figure without keys out of range is left for the profile's validation to
+  refuse);
 - floors: a figure held at a floor or a ceiling (a difference clipped at 0, at least a bare op's time) is logged as
   it is held (`held`), and the profile lists, under "floors", each figure whose stored value is such a bound
   (`floors`): a bound, not a measurement.
@@ -64,16 +69,27 @@ def out_of_line(section: dict) -> list[dict]:
     return found
 
 
+def above_range(section: dict, ceilings: dict[str, float]) -> list[dict]:
+    """The keys of each keyed figure above its field's sane range (`ceilings`: figure -> the range's top)."""
+    return [_suspect(figure, key, value, ceilings[figure], "range", "above its figure's sane range")
+            for figure, keyed in section.items() if isinstance(keyed, dict) and figure in ceilings
+            for key, value in keyed.items() if value > ceilings[figure]]
+
+
 def _suspect(figure: str, key: str | None, value: float, limit: float, rule: str, why: str) -> dict:
     return {"figure": figure, **({} if key is None else {"key": key}), "value": value, "limit": limit, "rule": rule,
             "why": why}
 
 
-def check(section: dict, entry: hardware.Device | None, retake: Retake) -> list[dict]:
+def check(section: dict, entry: hardware.Device | None, retake: Retake, ceilings: dict[str, float]) -> list[dict]:
     """Each figure of a device's section that breaks a rule measured again once (`retake`): where the new value
-    keeps to the limit it replaces the old in `section`, else the figure is flagged (the flags are returned)."""
-    flags = []
-    for suspect in above_specification(section, entry) + out_of_line(section):
+    keeps to the limit it replaces the old in `section`, else the figure is flagged (the flags are returned) and,
+    above its sane range, left out of `section`."""
+    flags, seen = [], set()
+    for suspect in above_range(section, ceilings) + above_specification(section, entry) + out_of_line(section):
+        if (suspect["figure"], suspect.get("key")) in seen:  # one key breaking two rules is measured again once
+            continue
+        seen.add((suspect["figure"], suspect.get("key")))
         figure, key = suspect["figure"], suspect.get("key")
         again = retake(figure, key)
         if again <= suspect["limit"]:
@@ -84,6 +100,8 @@ def check(section: dict, entry: hardware.Device | None, retake: Retake) -> list[
             continue
         flags.append(suspect | {"again": again} | (
             {"instead": _catalogue_value(entry, figure, key)} if suspect["rule"] == "specification" else {}))
+        if suspect["rule"] == "range":
+            section[figure].pop(key, None)
     return flags
 
 

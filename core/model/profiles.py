@@ -308,7 +308,7 @@ _NUMBER = {"type": "number"}
 SCHEMA["properties"]["flags"] = {"type": "array", "items": {
     "type": "object", "required": ["device", "figure", "value", "again", "limit", "rule", "why"],
     "properties": {"device": _DEVICE, "figure": _FIGURE, "key": {"type": "string"}, "value": _NUMBER, "again": _NUMBER,
-                   "limit": _NUMBER, "rule": {"enum": ["specification", "siblings"]}, "why": {"type": "string"},
+                   "limit": _NUMBER, "rule": {"enum": ["specification", "siblings", "range"]}, "why": {"type": "string"},
                    "instead": {"type": "number", "exclusiveMinimum": 0}},
     "anyOf": [{"required": ["instead"]}, {"required": ["key"]}], "additionalProperties": False}}
 SCHEMA["properties"]["floors"] = {"type": "array", "items": {
