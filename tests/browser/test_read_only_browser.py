@@ -1,5 +1,6 @@
 """The read-only view as a visitor sees it, page by page, in headless Chromium, over the small results kept for the
-tests (each experiment's charts and verdicts drawn): no error on any page, the app speaks of "this server" (the
+tests (each experiment's charts and verdicts drawn): a deep link as the fresh server's first request opens read-only
+behind the router; no error on any page, the app speaks of "this server" (the
 visitor is not on the machine that measured), shows none of the server's paths and no run controls. A full-page
 screenshot of every page is saved in the test's temporary folder."""
 import re
@@ -20,6 +21,7 @@ def test_every_page_of_the_read_only_view_speaks_of_this_server_and_shows_no_pat
                                                                                 tmp_path):
     shutil.copytree(SMALL_RESULTS, results_dir, dirs_exist_ok=True)
     url = serve(CROSSOVER_READ_ONLY="1")
+    _a_deep_link_opens_read_only_behind_the_router(page, f"{url}/matmul")  # the fresh server's first request
     problems = {}
     for name in PAGES:
         page.set_viewport_size({"width": 1400, "height": 1000})
@@ -31,6 +33,16 @@ def test_every_page_of_the_read_only_view_speaks_of_this_server_and_shows_no_pat
         page.screenshot(path=tmp_path / f"read-only-{name or 'overview'}.png", full_page=True)
         problems[name or "overview"] = _problems(page, str(results_dir))
     assert not any(problems.values()), {name: found for name, found in problems.items() if found}
+
+
+def _a_deep_link_opens_read_only_behind_the_router(page, link: str) -> None:
+    page.goto(link)
+    page.get_by_text("This is a read-only view").wait_for(timeout=served.WAIT_MS)
+    page.get_by_text("Devices on this server").wait_for(timeout=served.WAIT_MS)  # the router's sidebar
+    assert page.get_by_role("link", name="Machines").count() == 1
+    assert page.get_by_role("link", name="streamlit app").count() == 0  # not Streamlit's pages/ list
+    page.locator(".vega-embed").first.wait_for(timeout=served.WAIT_MS)
+    assert page.get_by_role("button", name="Run", exact=True).count() == 0
 
 
 def _problems(page, results_path: str) -> list[str]:

@@ -89,13 +89,3 @@ def test_navigate_to_matmul_and_see_its_charts(serve, page, tmp_path):
     assert page.locator(".vega-embed").count() >= 3
     page.get_by_role("button", name="Run", exact=True).wait_for(timeout=WAIT_MS)
     page.screenshot(path=os.environ.get("CROSSOVER_SCREENSHOT", tmp_path / "matmul.png"), full_page=True)
-
-
-def test_a_deep_link_on_a_fresh_server_opens_read_only_behind_the_router(serve, page):
-    page.goto(serve(CROSSOVER_READ_ONLY="1") + "/matmul")
-    page.get_by_text("This is a read-only view").wait_for(timeout=WAIT_MS)
-    page.get_by_text("Devices on this server").wait_for(timeout=WAIT_MS)  # the router's sidebar
-    assert page.get_by_role("link", name="Machines").count() == 1
-    assert page.get_by_role("link", name="streamlit app").count() == 0  # not Streamlit's pages/ list
-    page.locator(".vega-embed").first.wait_for(timeout=WAIT_MS)
-    assert page.get_by_role("button", name="Run", exact=True).count() == 0
