@@ -141,9 +141,9 @@ def _two_d_gain(rows: pd.DataFrame, figures: pd.DataFrame) -> Finding:
         return np.nanmedian(np.where(mnist, gain, np.nan), axis=0) / np.nanmedian(np.where(mnist, np.nan, gain), axis=0)
     found = stats.interval(both, ratio, {"samples_s": ("median_s",), "cpu_samples_s": ("cpu_median_s",)})
     return Finding(found.value >= FAR_MORE, f"Median GPU/CPU speedup as written: MNIST network {by_model['mnist']:.2f}x, "
-                                            f"1-D CNN {by_model['cnn1d']:.2f}x ({found.text('{:.1f}')} times as much). "
+                                            f"1-D CNN {by_model['cnn1d']:.2f}x (MNIST's {found.text('{:.1f}x')} the 1-D CNN's). "
                                             f"{analysis.cpu_baselines(both)}",
-                   interval=found, thresholds=(FAR_MORE,), form="{:.1f}")
+                   interval=found, thresholds=(FAR_MORE,), form="{:.1f}x")
 
 
 CLAIMS = [
