@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from core import experiments, settings
-from core.measure import runner
+from core.measure import runner, standin
 from core.store import results
 from core.store.files import write_atomic
 from core.store.results import RecordWriter
@@ -69,7 +69,6 @@ def smoke_record(name: str, device_names=("cpu",), preset: str = "smoke", **over
 def timing_only_rows(name: str, overrides: dict, folder: Path) -> pd.DataFrame:
     """A complete smoke run of `name` on the CPU into `folder`, timing only (no census, profile or stand-in census:
     the tests that call it are about timing), as a rows frame."""
-    from core.measure import standin
     exp = experiments.get(name)
     config = exp.config("smoke", overrides)
     writer = RecordWriter(name, "smoke", config, ["cpu"], results_dir=folder)

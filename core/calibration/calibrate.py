@@ -710,8 +710,7 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
     measured = {device: _medians([found[device] for found in passes]) for device in names}
     fp = devices.fingerprint()
     flags = [{"device": device} | flag for device in names for flag in sanity.check(
-        measured[device], sanity.catalogue_entry(fp, device), functools.partial(_retake, device, effort, made, measured),
-        {f.name: f.high for f in profiles.FIELDS})]
+        measured[device], sanity.catalogue_entry(fp, device), functools.partial(_retake, device, effort, made, measured))]
     floors = sanity.floors(measured, FLOORS)
     FLOORS.clear()
     seconds = watch.lap("calibration")

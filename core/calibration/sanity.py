@@ -24,7 +24,7 @@ import statistics
 from typing import Callable
 
 from core import devices
-from core.model import hardware
+from core.model import hardware, profiles
 
 SIBLING_RATIO = 10.0  # a family's key above this many times the family's median: a stall, not the machine
 FAMILIES = ("module_call_seconds",)  # keyed figures whose keys cost alike (a layer's Python beyond its operations)
@@ -69,11 +69,11 @@ def out_of_line(section: dict) -> list[dict]:
     return found
 
 
-def above_range(section: dict, ceilings: dict[str, float]) -> list[dict]:
-    """The keys of each keyed figure above its field's sane range (`ceilings`: figure -> the range's top)."""
-    return [_suspect(figure, key, value, ceilings[figure], "range", "above its figure's sane range")
-            for figure, keyed in section.items() if isinstance(keyed, dict) and figure in ceilings
-            for key, value in keyed.items() if value > ceilings[figure]]
+def above_range(section: dict) -> list[dict]:
+    """The keys of each keyed figure above the top of its field's sane range (core.model.profiles.FIELD)."""
+    return [_suspect(figure, key, value, profiles.FIELD[figure].high, "range", "above its figure's sane range")
+            for figure, keyed in section.items() if isinstance(keyed, dict)
+            for key, value in keyed.items() if value > profiles.FIELD[figure].high]
 
 
 def _suspect(figure: str, key: str | None, value: float, limit: float, rule: str, why: str) -> dict:
@@ -81,12 +81,12 @@ def _suspect(figure: str, key: str | None, value: float, limit: float, rule: str
             "why": why}
 
 
-def check(section: dict, entry: hardware.Device | None, retake: Retake, ceilings: dict[str, float]) -> list[dict]:
+def check(section: dict, entry: hardware.Device | None, retake: Retake) -> list[dict]:
     """Each figure of a device's section that breaks a rule measured again once (`retake`): where the new value
     keeps to the limit it replaces the old in `section`, else the figure is flagged (the flags are returned) and,
     above its sane range, left out of `section`."""
     flags, seen = [], set()
-    for suspect in above_range(section, ceilings) + above_specification(section, entry) + out_of_line(section):
+    for suspect in above_range(section) + above_specification(section, entry) + out_of_line(section):
         if (suspect["figure"], suspect.get("key")) in seen:  # one key breaking two rules is measured again once
             continue
         seen.add((suspect["figure"], suspect.get("key")))

@@ -112,8 +112,8 @@ def cell_text(entry: pd.Series, marks: dict[str, str], unknown_mark: str = "") -
     if entry["outcome"] == analysis.NEEDS_GPU:
         return f"{mark} {GPU_CLAIM}".strip()
     if entry["ours"]:
-        repeats = entry.get("interval") and entry["interval"] in entry["ours"]
-        decided_on = f" ({entry['interval']})" if entry.get("interval") and not repeats else ""
+        said = not entry.get("interval") or entry["interval"] in entry["ours"]  # most findings state their interval
+        decided_on = "" if said else f" ({entry['interval']})"
         return f"{mark} **{entry['outcome']}**{decided_on}: {entry['ours']}".strip()
     return f"{mark} {NO_DATA_TEXT if entry['outcome'] == analysis.NO_DATA else entry['outcome']}".strip()
 
