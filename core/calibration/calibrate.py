@@ -63,7 +63,7 @@ SORT_ROWS, SORT_ELEMENTS = (4, 16, 128, 1024), 2**16  # sort's row lengths, each
 # H200's L2 (50 MB), read once and written once
 MEMORY_BYTES = {"cpu": 2**26, "cuda": 2**28}
 NUMPY_LOADER_BATCH = 256  # the batch of the DataLoader passes over NumPy rows against tensor rows
-ATTENTION_BLOCKS_PER_THREAD = 16  # the flash-attention probe's blocks a call per thread: every thread kept busy
+ATTENTION_BLOCKS_PER_THREAD = 4  # the flash-attention probe's blocks a call per thread: every thread kept busy
 # The narrow-GEMM probe: a batch of rows through a layer of a few outputs (a small model's last layers and their
 # gradients), as wide as one vector register of floats and beyond, where a GEMM reaches its FLOP rate.
 NARROW_GEMM_LEFT, NARROW_COLUMNS = (4096, 32), (1, 2, 4, 8, 16)
@@ -75,6 +75,7 @@ RETRY_PAUSE_S = 2.0  # the wait before each: what stalls a probe (a process exit
 BARE_OPS: dict[str, float] = {}  # per device, in the pass going on
 PASS: dict[str, dict] = {}  # each device's figures measured so far in the pass going on
 TRAINING_CALLS: dict[tuple[str, str], float] = {}  # a conv probe's training call's work seconds per (device, input)
+COUNTED: dict[tuple, dict] = {}  # the listed operations' probes' censuses by (device, probe, size), taken once
 MIN_WORK_SHARE = 0.1  # a probe call's work is at least this share of it: a bare op's noise cannot make it vanish
 # Every figure held at a floor or ceiling over the calibration's passes and its figures measured again, by (device,
 # figure, key): the profile's "floors" (sanity.floors) are those whose stored value is such a bound
@@ -498,9 +499,10 @@ def elementwise_rate(device: str, effort: Effort) -> dict:
 def listed_op_costs(device: str, effort: Effort) -> dict:
     """Each of core.calibration.op_probes' operations as a line through its two sizes: a fixed part per call and seconds
     per element written (the census's count), both at least 0."""
-    calls, elements = {}, {}
+    calls, elements, brief = {}, {}, _brief(effort)
     for name, build in op_probes.PROBES.items():
-        (few, few_s), (many, many_s) = (_elements_and_seconds(build(rows), device, effort) for rows in LISTED_OP_ROWS)
+        (few, few_s), (many, many_s) = (_elements_and_seconds(build(rows), device, brief, (name, rows))
+                                        for rows in LISTED_OP_ROWS)
         elements[name] = _held(device, "op_element_seconds", (many_s - few_s) / (many - few), 0.0, key=name,
                                why="at least 0")
         calls[name] = _held(device, "op_call_seconds", few_s - few * elements[name], 0.0, key=name, why="at least 0")
@@ -515,13 +517,17 @@ def sort_row_costs(device: str, effort: Effort) -> dict:
     costs = {}
     for length in SORT_ROWS:
         x = torch.randn(SORT_ELEMENTS // length, length)
-        elements, seconds = _elements_and_seconds(lambda: torch.ops.aten.sort(x, -1), device, effort)
+        elements, seconds = _elements_and_seconds(lambda: torch.ops.aten.sort(x, -1), device, effort, ("sort", length))
         costs[str(length)] = seconds / elements
     return costs
 
 
-def _elements_and_seconds(fn: Callable[[], object], device: str, effort: Effort) -> tuple[float, float]:
-    counted = _counted(fn, device)
+def _elements_and_seconds(fn: Callable[[], object], device: str, effort: Effort, key: tuple) -> tuple[float, float]:
+    """The elements a call of `fn` writes and its work seconds; its census is taken in the first pass only (COUNTED,
+    by `key`): a probe's operations are the same in every pass."""
+    if (device, *key) not in COUNTED:
+        COUNTED[(device, *key)] = _counted(fn, device)
+    counted = COUNTED[(device, *key)]
     return counted["flops"], _work_seconds(fn, device, effort, counted)
 
 
@@ -691,6 +697,7 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
     passes = [{device: {} for device in names} for _ in range(effort.passes)]
     made = {}  # (device, figure) -> the probe that measures it: what a figure measured again runs
     FLOORS.clear()
+    COUNTED.clear()
     watch = timing.Stopwatch("cpu")
     watch.start()
     with tqdm(total=len(steps) * effort.passes, desc="calibrating", unit="probe", disable=not progress,

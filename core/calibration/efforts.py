@@ -28,14 +28,14 @@ class Effort:
     attention_grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
 
-FULL = Effort(passes=5, repeats=7, block_seconds=0.03,
+FULL = Effort(passes=3, repeats=3, block_seconds=0.01,
               matmul_sizes={"cpu": (16, 32, 64, 256, 1024), "cuda": (16, 32, 64, 256, 1024, 4096)},
               conv1d_lengths=(16, 256, 2048),
-              conv2d_sides=(4, 16, 64), loader_samples=(256, 4096), loader_batches=(1, 16, 64, 256, 1024, 4096),
-              loader_rows=65536, large_bytes={"cpu": 2**26, "cuda": 2**28},
+              conv2d_sides=(4, 16, 64), loader_samples=(128, 2048), loader_batches=(1, 16, 256, 4096),
+              loader_rows=8192, large_bytes={"cpu": 2**26, "cuda": 2**28},
               graph_nodes=200, queued_kernels=500,
-              gemm_grid=((16, 32, 64, 128, 1024, 8192, 65536), (2, 4, 16, 32, 64, 256), (1, 2, 3, 4, 8, 10, 16, 32, 64, 256)),
-              attention_grid=((32, 64, 256), (32, 128, 512), (8, 32, 128)))
+              gemm_grid=((16, 128, 1024, 8192), (2, 16, 64, 256), (1, 4, 16, 64, 256)),
+              attention_grid=((32, 256), (32, 512), (8, 128)))
 QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes={"cpu": (16, 64, 256), "cuda": (16, 64, 256, 1024)},
                conv1d_lengths=(256,), conv2d_sides=(16,),
                loader_samples=(64, 1024), loader_batches=(1, 64, 1024), loader_rows=4096, large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,

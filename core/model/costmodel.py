@@ -59,14 +59,17 @@ class PredictionError(ValueError):
 
 @dataclass(frozen=True)
 class Prediction:
-    """One sample's predicted seconds on `target` (its title), split into PARTS that sum to `seconds`."""
+    """One sample's predicted seconds on `target` (its title), split into PARTS that sum to `seconds`; on a GPU
+    target, `gpu_idle` of those seconds the GPU does no work (its compute and copies are the rest)."""
     seconds: float
     parts: dict[str, float]
     target: str
     notes: tuple[str, ...] = ()
+    gpu_idle: float = 0.0
 
     def to_dict(self) -> dict:
-        return {"seconds": self.seconds, "parts": dict(self.parts), "target": self.target, "notes": list(self.notes)}
+        return {"seconds": self.seconds, "parts": dict(self.parts), "target": self.target, "notes": list(self.notes),
+                "gpu_idle": self.gpu_idle}
 
 
 @dataclass(frozen=True)
@@ -92,11 +95,16 @@ def predict(census: dict, target) -> Prediction:
     ops, stretches = _checked(census)
     costs = [_call_cost(op, target) for op in ops]
     parts = dict.fromkeys(PARTS, 0.0)
+    busy = 0.0  # the GPU's seconds of work: its compute and copies
     collected = _collected_share(census, stretches, target.host)
     for stretch in stretches:
-        for part, seconds in _stretch_parts(stretch, costs, target, collected).items():
+        for part, seconds in _stretch_parts(stretch, ops, costs, target, collected).items():
             parts[part] += seconds * stretch["times"]
-    return Prediction(sum(parts.values()), parts, target.title, _notes(census, ops, target))
+        total = _total(stretch, costs)
+        busy += (total.compute + total.copies + total.serial) * stretch["times"]
+    seconds = sum(parts.values())
+    idle = max(seconds - busy, 0.0) if target.gpu is not None else 0.0
+    return Prediction(seconds, parts, target.title, _notes(census, ops, target), idle)
 
 
 def shares_text(parts: dict[str, float], seconds: float) -> str:
@@ -536,18 +544,41 @@ def _transfer_seconds(copy: dict, gpu) -> float:
 
 # -- one stretch ------------------------------------------------------------------------------------
 
-def _stretch_parts(stretch: dict, costs: list[Cost], target, collected: float | None) -> dict[str, float]:
-    """The parts of one occurrence of a stretch (`collected`: see _collected_share)."""
+def _stretch_parts(stretch: dict, ops: list[dict], costs: list[Cost], target,
+                   collected: float | None) -> dict[str, float]:
+    """The parts of one occurrence of a stretch (`collected`: see _collected_share): on a CPU everything in turn; on
+    a GPU its critical path on two clocks (_two_clocks), then its blocking copies and the sync's round trip, which
+    wait for the device to drain."""
     total = _total(stretch, costs)
     host_side = _host_side(stretch, total, target, collected)
     if target.gpu is None:
         return dict.fromkeys(PARTS, 0.0) | host_side | {"compute": total.compute}
     device_side = {"compute": total.compute, "copies": total.copies}
-    critical = host_side if sum(host_side.values()) >= sum(device_side.values()) else device_side
-    parts = dict.fromkeys(PARTS, 0.0) | critical
+    parts = dict.fromkeys(PARTS, 0.0) | _two_clocks(host_side, device_side, _issued(stretch, ops))
     parts["copies"] += total.serial
     parts["sync"] = total.sync
     return parts
+
+
+def _two_clocks(host_side: dict[str, float], device_side: dict[str, float], calls: float) -> dict[str, float]:
+    """The critical path of a stretch of `calls` the host issues one after another while the device runs their work
+    in the order issued: both clocks start together (after a sync); a call's work starts once the host has issued
+    it and the device is free. A census counts a stretch's calls, not their order, so they are taken as evenly
+    interleaved: each costs the host 1/calls of the host's side and the device 1/calls of the device's. The device
+    then ends after the host's last issue and one call's work (a host-bound stretch), or after the first issue and
+    every call's work (a device-bound one): max(H + K / calls, K + H / calls)."""
+    host, device = sum(host_side.values()), sum(device_side.values())
+    if not (calls and device):
+        return host_side | dict.fromkeys(device_side, 0.0)
+    longer, shorter = (host_side, device_side) if host >= device else (device_side, host_side)
+    return longer | {part: seconds / calls for part, seconds in shorter.items()}
+
+
+def _issued(stretch: dict, ops: list[dict]) -> float:
+    """What the host issues in one occurrence of a stretch, one after another: each operation's kernels (one for an
+    operation without), and a graph replay's nodes as one (the replay)."""
+    return stretch["graph_replays"] + sum(calls * ops[index].get("kernels", 1) for index, calls in stretch["ops"]
+                                          if ops[index]["phase"] != "graph")
 
 
 def _total(stretch: dict, costs: list[Cost]) -> Cost:

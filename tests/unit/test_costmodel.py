@@ -111,10 +111,12 @@ def assert_parts(prediction, expected: dict) -> None:
 
 def test_a_launch_bound_toy_takes_its_host_side():
     # 100 calls of a tiny add: host 100 x (5 us overhead + 4 us launch) = 900 us; device 100 x 2 us
-    # (shortest kernel; 12 B / 1e12 B/s is less) = 200 us: host-bound, 900 us.
+    # (shortest kernel; 12 B / 1e12 B/s is less) = 200 us: host-bound, 900 us, and the last add's 2 us after the
+    # last launch: 902 us, of which the GPU works 200 us and waits 702 us.
     found = predict(census([TINY_ADD], [stretch([(0, 100)])]), gpu())
-    assert_parts(found, parts(host=500 * US, launches=400 * US))
-    assert found.seconds == pytest.approx(900 * US) and found.target == "test GPU driven by test CPU"
+    assert_parts(found, parts(host=500 * US, launches=400 * US, compute=2 * US))
+    assert found.seconds == pytest.approx(902 * US) and found.target == "test GPU driven by test CPU"
+    assert found.gpu_idle == pytest.approx(702 * US)
 
 
 def test_module_calls_and_optimiser_steps_cost_their_python_on_the_host():
@@ -124,9 +126,10 @@ def test_module_calls_and_optimiser_steps_cost_their_python_on_the_host():
     inside = op(phase="optimizer", flops=1, bytes=12)
     found = predict(census([inside], [stretch([(0, 4)], times=10, modules=2, steps=1)]), cpu())
     assert_parts(found, parts(host=740 * US, compute=88e-9))
-    # GPU: host 46 us + 4 x 7 us = 74 us; launches 4 x max(0, 9 - 7) = 8 us; device 4 x 2 us: host-bound, x 10.
+    # GPU: host 46 us + 4 x 7 us = 74 us; launches 4 x max(0, 9 - 7) = 8 us; device 4 x 2 us: host-bound, and the
+    # last op's 2 us after it; x 10.
     assert_parts(predict(census([inside], [stretch([(0, 4)], times=10, modules=2, steps=1)]), gpu()),
-                 parts(host=740 * US, launches=80 * US))
+                 parts(host=740 * US, launches=80 * US, compute=20 * US))
 
 
 def test_module_calls_cost_their_class_s_figure_and_a_bare_module_s_for_a_class_not_measured():
@@ -142,17 +145,18 @@ def test_module_calls_cost_their_class_s_figure_and_a_bare_module_s_for_a_class_
 
 def test_a_compute_bound_matmul_takes_its_device_side():
     # 2 x 4096^3 = 137,438,953,472 FLOPs / 1e13 FLOP/s = 13.7438953472 ms; bytes 3 x 4096^2 x 4 = 201,326,592
-    # / 1e12 = 0.2 ms; host 5 + 4 = 9 us: device-bound.
+    # / 1e12 = 0.2 ms; host 5 + 4 = 9 us: device-bound, after the host has issued it (the GPU idles those 9 us).
     mm = op("aten.mm", formula=True, flops=2 * 4096**3, bytes=3 * 4096**2 * 4)
     found = predict(census([mm], [stretch([(0, 1)])]), gpu())
-    assert_parts(found, parts(compute=13.7438953472e-3))
+    assert_parts(found, parts(compute=13.7438953472e-3, host=5 * US, launches=4 * US))
+    assert found.gpu_idle == pytest.approx(9 * US)
 
 
 def test_a_convolution_runs_at_the_convolution_rate_and_autograd_costs_more_overhead():
     # 1e9 FLOPs / 5e12 = 200 us on the device; host 10 us (autograd) and no launch beyond it (an eager op
-    # that launches takes 9 us in all, less than this op's overhead).
+    # that launches takes 9 us in all, less than this op's overhead), then its 200 us.
     conv = op("aten.convolution", formula=True, flops=1e9, autograd=True)
-    assert_parts(predict(census([conv], [stretch([(0, 1)])]), gpu()), parts(compute=200 * US))
+    assert_parts(predict(census([conv], [stretch([(0, 1)])]), gpu()), parts(host=10 * US, compute=200 * US))
     # On the CPU: 10 us + 1e9 / 5e10 = 20 ms.
     assert_parts(predict(census([conv], [stretch([(0, 1)])]), cpu()), parts(host=10 * US, compute=20e-3))
 
@@ -171,24 +175,30 @@ def test_a_recording_op_costs_by_who_issued_it_python_cpp_or_a_torch_func_transf
     assert_parts(predict(census([nested], [stretch([(0, 1)])], device="cpu"), cpu()), parts(host=1 * US))
     under = op(where="cpu", transformed=True)
     assert_parts(predict(census([under], [stretch([(0, 1)])], device="cpu"), cpu()), parts(host=6 * US))
-    # on a GPU the host side is the same: 2 us dispatch, and the launch 9 - 2 = 7 us beyond it
+    # on a GPU the host side is the same: 2 us dispatch, and the launch 9 - 2 = 7 us beyond it; then its 2 us kernel
     nested_kernel = op(autograd=True, nested=True)
-    assert_parts(predict(census([nested_kernel], [stretch([(0, 1)])]), gpu()), parts(host=2 * US, launches=7 * US))
+    assert_parts(predict(census([nested_kernel], [stretch([(0, 1)])]), gpu()),
+                 parts(host=2 * US, launches=7 * US, compute=2 * US))
 
 
 def test_a_gpu_that_measured_a_training_step_prices_python_s_recording_ops_at_its_figure_launch_included():
     # training_op_overhead 30 us: a recording add Python issues costs the host 30 us and no launch beyond it (30 > 9);
-    # a recording one C++ issues, one in the optimiser's step and one under a transform keep the host's rules
+    # a recording one C++ issues, one in the optimiser's step and one under a transform keep the host's rules; each
+    # host-bound, so the last kernel's 2 us come after it
     trained = gpu(training_op_overhead=30 * US)
     python_add, nested_add = op(autograd=True), op(autograd=True, nested=True)
-    assert_parts(predict(census([python_add], [stretch([(0, 2)])]), trained), parts(host=60 * US))
+    last = 2 * US
+    assert_parts(predict(census([python_add], [stretch([(0, 2)])]), trained), parts(host=60 * US, compute=last))
     # without the figure: the host's 10 us each, its launch (9 us) inside it
-    assert_parts(predict(census([python_add], [stretch([(0, 2)])]), gpu()), parts(host=20 * US))
-    assert_parts(predict(census([nested_add], [stretch([(0, 1)])]), trained), parts(host=2 * US, launches=7 * US))
+    assert_parts(predict(census([python_add], [stretch([(0, 2)])]), gpu()), parts(host=20 * US, compute=last))
+    assert_parts(predict(census([nested_add], [stretch([(0, 1)])]), trained),
+                 parts(host=2 * US, launches=7 * US, compute=last))
     in_step = op(autograd=True, phase="optimizer")
-    assert_parts(predict(census([in_step], [stretch([(0, 1)])]), trained), parts(host=7 * US, launches=2 * US))
+    assert_parts(predict(census([in_step], [stretch([(0, 1)])]), trained),
+                 parts(host=7 * US, launches=2 * US, compute=last))
     transformed = op(autograd=True, transformed=True)
-    assert_parts(predict(census([transformed], [stretch([(0, 1)])]), trained), parts(host=6 * US, launches=3 * US))
+    assert_parts(predict(census([transformed], [stretch([(0, 1)])]), trained),
+                 parts(host=6 * US, launches=3 * US, compute=last))
     on_host = op(where="cpu", kernel=False, autograd=True)  # on the host's CPU tensors: the host's 10 us
     assert_parts(predict(census([on_host], [stretch([(0, 1)])]), trained), parts(host=10 * US))
 
@@ -278,17 +288,18 @@ def test_a_pageable_copy_is_serial_after_the_stretch():
     # The copy alone: host 5 us overhead; then 10 us latency + 4e6 B / 5e9 B/s (800 us) = 810 us.
     alone = predict(census([copy()], [stretch([(0, 1)], sync=True)]), gpu())
     assert_parts(alone, parts(host=5 * US, copies=810 * US))
-    # After a 100 us kernel (1e8 B / 1e12): host 9 + 5 = 14 us < 100 us, so 100 us, then the copy: 910 us.
+    # After a 100 us kernel (1e8 B / 1e12): host 9 + 5 = 14 us < 100 us, so 100 us after one of the two calls' host
+    # (7 us: host 5, launches 2), then the copy: 917 us.
     after = predict(census([BIG_MUL, copy()], [stretch([(0, 1), (1, 1)], sync=True)]), gpu())
-    assert_parts(after, parts(compute=100 * US, copies=810 * US))
+    assert_parts(after, parts(host=5 * US, launches=2 * US, compute=100 * US, copies=810 * US))
 
 
 def test_a_pinned_non_blocking_copy_is_device_time():
     # 5 us latency + 4e6 / 2e10 (200 us) = 205 us on the device, beside the 100 us kernel: device side
-    # 305 us, host side 9 + 5 = 14 us.
+    # 305 us, host side 9 + 5 = 14 us: the device's, after one of the two calls' host (host 5, launches 2).
     pinned = copy(pinned=True, sync=False)
     found = predict(census([BIG_MUL, pinned], [stretch([(0, 1), (1, 1)])]), gpu())
-    assert_parts(found, parts(compute=100 * US, copies=205 * US))
+    assert_parts(found, parts(host=5 * US, launches=2 * US, compute=100 * US, copies=205 * US))
 
 
 def test_a_d2h_copy_uses_its_own_figures():
@@ -299,54 +310,60 @@ def test_a_d2h_copy_uses_its_own_figures():
 
 
 def test_a_copy_between_two_devices_costs_a_kernel_reading_and_writing_its_bytes():
-    # 2 x 1e8 B / 1e12 = 200 us on the device; host 5 us + 4 us launch.
+    # 2 x 1e8 B / 1e12 = 200 us on the device, after the host's 5 us and 4 us launch.
     found = predict(census([copy("d2d", nbytes=1e8, sync=False)], [stretch([(0, 1)])]), gpu())
-    assert_parts(found, parts(compute=200 * US))
+    assert_parts(found, parts(host=5 * US, launches=4 * US, compute=200 * US))
 
 
 def test_a_sync_splits_a_stretch():
     ops = [TINY_ADD, ITEM, BIG_MUL]
-    # Split: ten adds and an .item(): max(10 x 9 + 5 = 95 us, 10 x 2 = 20 us) + 20 us round trip = 115 us;
-    # then the mul: max(9 us, 100 us) = 100 us. 215 us in all.
+    # Split: ten adds and an .item(), 11 calls: host 10 x 9 + 5 = 95 us, then the last of 11 calls' share of the
+    # device's 10 x 2 = 20 us, + 20 us round trip; then the mul: its host 9 us, then its 100 us. 244.8 us in all.
     split = predict(census(ops, [stretch([(0, 10), (1, 1)], sync=True), stretch([(2, 1)])]), gpu())
-    assert_parts(split, parts(host=55 * US, launches=40 * US, compute=100 * US, sync=20 * US))
-    # No sync: one stretch, max(10 x 9 + 9 = 99 us, 20 + 100 = 120 us) = 120 us.
+    assert_parts(split, parts(host=60 * US, launches=44 * US, compute=(20 / 11 + 100) * US, sync=20 * US))
+    # No sync: one stretch of 11 calls, host 10 x 9 + 9 = 99 us (55 + 44), device 20 + 100 = 120 us: 120 us after
+    # one call's share of the host (5 us host, 4 us launches).
     whole = predict(census(ops, [stretch([(0, 10), (2, 1)])]), gpu())
-    assert_parts(whole, parts(compute=120 * US))
+    assert_parts(whole, parts(host=5 * US, launches=4 * US, compute=120 * US))
 
 
 def test_a_kernel_that_syncs_costs_a_round_trip_too():
-    # nonzero: host 5 + 4 us = 9 us, device 2 us: 9 us, then 20 us round trip.
+    # nonzero: host 5 + 4 us = 9 us, then its 2 us kernel, then 20 us round trip.
     nonzero = op("aten.nonzero", flops=1, sync=True)
     assert_parts(predict(census([nonzero], [stretch([(0, 1)], sync=True)]), gpu()),
-                 parts(host=5 * US, launches=4 * US, sync=20 * US))
+                 parts(host=5 * US, launches=4 * US, compute=2 * US, sync=20 * US))
 
 
 def test_a_graph_replay_costs_a_fixed_host_part_and_each_node_on_the_device():
     node = TINY_ADD | {"phase": "graph"}
-    # 50 nodes: host 8 us (the replay; no overhead nor launch per node); device 50 x (2 + 1) = 150 us.
+    # 50 nodes: host 8 us (the replay, one issue; no overhead nor launch per node), then the device's 50 x (2 + 1)
+    # = 150 us.
     many = predict(census([node], [stretch([(0, 50)], replays=1)]), gpu())
-    assert_parts(many, parts(compute=150 * US))
-    # 1 node: device 3 us < the 8 us replay.
+    assert_parts(many, parts(launches=8 * US, compute=150 * US))
+    # 1 node: the 8 us replay, then its 3 us.
     one = predict(census([node], [stretch([(0, 1)], replays=1)]), gpu())
-    assert_parts(one, parts(launches=8 * US))
+    assert_parts(one, parts(launches=8 * US, compute=3 * US))
 
 
 def test_an_operation_launching_several_kernels_costs_each_launch_and_at_least_each_shortest_kernel():
     # cuDNN's GRU forward over 32 steps: 65 kernels, 1e9 GEMM FLOPs. Host 5 us (no grad); launches: the first
     # 9 - 5 = 4 us, the 64 others enqueued at 3 us each, 196 us in all; device max(1e9 / 1e13 = 100 us,
-    # 65 x 2 us = 130 us) = 130 us < 201 us: host-bound.
+    # 65 x 2 us = 130 us) = 130 us < 201 us: host-bound, and the last of its 65 kernels' share (2 us) after it.
     rnn = op("aten._cudnn_rnn", formula=True, flops=1e9, bytes=4e6, kernels=65)
-    assert_parts(predict(census([rnn], [stretch([(0, 1)])]), gpu()), parts(host=5 * US, launches=196 * US))
-    # 1e10 FLOPs: device 1 ms > 201 us of host: device-bound
+    assert_parts(predict(census([rnn], [stretch([(0, 1)])]), gpu()),
+                 parts(host=5 * US, launches=196 * US, compute=2 * US))
+    # 1e10 FLOPs: device 1 ms > 201 us of host: device-bound, after the first of its 65 launches' share of the host
     heavy = rnn | {"flops": 1e10}
-    assert_parts(predict(census([heavy], [stretch([(0, 1)])]), gpu()), parts(compute=1e-3))
+    assert_parts(predict(census([heavy], [stretch([(0, 1)])]), gpu()),
+                 parts(host=5 / 65 * US, launches=196 / 65 * US, compute=1e-3))
     # replayed in a graph: 65 nodes x 1 us on top of its 130 us, after the 8 us replay
     graphed = rnn | {"phase": "graph"}
-    assert_parts(predict(census([graphed], [stretch([(0, 1)], replays=1)]), gpu()), parts(compute=195 * US))
-    # without the field, one kernel: launches 9 - 5 = 4 us, device max(100 us, 2 us)
+    assert_parts(predict(census([graphed], [stretch([(0, 1)], replays=1)]), gpu()),
+                 parts(launches=8 * US, compute=195 * US))
+    # without the field, one kernel: launches 9 - 5 = 4 us, then the device's max(100 us, 2 us)
     single = {k: v for k, v in rnn.items() if k != "kernels"}
-    assert_parts(predict(census([single], [stretch([(0, 1)])]), gpu()), parts(compute=100 * US))
+    assert_parts(predict(census([single], [stretch([(0, 1)])]), gpu()),
+                 parts(host=5 * US, launches=4 * US, compute=100 * US))
 
 
 @pytest.mark.parametrize("target", [gpu(), cpu()], ids=["gpu", "cpu"])
@@ -664,22 +681,25 @@ def test_flash_attention_without_its_query_and_key_shapes_is_refused_by_name():
 
 
 def test_sized_figures_are_read_at_the_operations_flops_per_call():
-    # 1e12 FLOP/s below 1e9 FLOPs per call, 1e13 from there: 1e8 / 1e12 = 100 us and 1e10 / 1e13 = 1 ms.
+    # 1e12 FLOP/s below 1e9 FLOPs per call, 1e13 from there: 1e8 / 1e12 = 100 us and 1e10 / 1e13 = 1 ms, after one
+    # of the two calls' host (5 us host, 4 us launch).
     target = gpu(matmul_flops=lambda flops: 1e12 if flops < 1e9 else 1e13)
     small, large = (op("aten.mm", formula=True, flops=f) for f in (1e8, 1e10))
     found = predict(census([small, large], [stretch([(0, 1), (1, 1)])]), target)
-    assert_parts(found, parts(compute=1100 * US))
+    assert_parts(found, parts(host=5 * US, launches=4 * US, compute=1100 * US))
     assert sorted(target.gpu.asked) == [("matmul_flops", 1e8), ("matmul_flops", 1e10)]
 
 
 def test_merged_stretches_count_their_times():
-    # One occurrence: an add and an .item(): max(9 + 5 = 14 us, 2 us) + 20 us = 34 us; 2,000 times = 68 ms.
+    # One occurrence: an add and an .item(): the host's 9 + 5 = 14 us, then one of the two calls' share of the
+    # device's 2 us, + 20 us = 35 us; 2,000 times = 70 ms.
     ops = [TINY_ADD, ITEM]
     merged = predict(census(ops, [stretch([(0, 1), (1, 1)], times=2000, sync=True)]), gpu())
-    assert_parts(merged, parts(host=2000 * 10 * US, launches=2000 * 4 * US, sync=2000 * 20 * US))
-    # Three adds per occurrence, 0.5 occurrences per sample: 0.5 x 3 x 9 us = 13.5 us.
+    assert_parts(merged, parts(host=2000 * 10 * US, launches=2000 * 4 * US, compute=2000 * 1 * US,
+                               sync=2000 * 20 * US))
+    # Three adds per occurrence, 0.5 occurrences per sample: 0.5 x (3 x 9 us + 2 us) = 14.5 us.
     half = predict(census([TINY_ADD], [stretch([(0, 3)], times=0.5)]), gpu())
-    assert half.seconds == pytest.approx(13.5 * US)
+    assert half.seconds == pytest.approx(14.5 * US)
 
 
 def test_the_parts_sum_to_the_seconds_and_the_dict_holds_them():
@@ -691,13 +711,14 @@ def test_the_parts_sum_to_the_seconds_and_the_dict_holds_them():
         assert tuple(found.parts) == PARTS and found.seconds > 0
         assert sum(found.parts.values()) == pytest.approx(found.seconds, rel=1e-12)
         assert found.to_dict() == {"seconds": found.seconds, "parts": found.parts, "target": target.title,
-                                   "notes": list(found.notes)}
+                                   "notes": list(found.notes), "gpu_idle": found.gpu_idle}
+        assert 0 < found.gpu_idle < found.seconds if target.gpu else found.gpu_idle == 0
 
 
 def test_per_unit_divides_seconds_and_parts():
     found = per_unit(predict(census([TINY_ADD], [stretch([(0, 100)])]), gpu()), 4)
-    # 900 us per sample of 4 units: 225 us; host 500 / 4 = 125 us, launches 400 / 4 = 100 us.
-    assert_parts(found, parts(host=125 * US, launches=100 * US))
+    # 902 us per sample of 4 units: 225.5 us; host 500 / 4 = 125 us, launches 400 / 4 = 100 us, compute 2 / 4.
+    assert_parts(found, parts(host=125 * US, launches=100 * US, compute=0.5 * US))
     for bad in (0, -1, True, "4", float("nan")):
         with pytest.raises(PredictionError, match="per_call"):
             per_unit(found, bad)
