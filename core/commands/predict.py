@@ -12,7 +12,7 @@ from core.commands.run import parse_overrides
 from core.measure import standin
 from core.model import costmodel, hardware
 from core.params import ConfigError, clip
-from core.predict import ownmodel, predictions, writeups
+from core.predict import ownmodel, predictions, uncertainty, writeups
 from core.present.tables import seconds_text
 from core.store import results
 
@@ -126,16 +126,19 @@ def _print_accuracy(as_json: bool) -> int:
     repeats = predictions.repeatability(records)
     frame = predictions.with_repeats(predictions.accuracy(records), repeats)
     catalogue = predictions.catalogue_accuracy(records)
+    bands = uncertainty.bands(frame, catalogue)
+    saved = uncertainty.save(bands) if bands and not settings.read_only() else None
     if as_json:  # each point checked with its machine's own profile, then with the catalogue's entry for its GPU
         checked = pd.concat([frame.assign(predicted_with="its machine's profile"),
                              catalogue.assign(predicted_with="the catalogue")], ignore_index=True)
         print(checked.to_json(orient="records", indent=1))
         return 0
     here = devices.fingerprint()["machine_id"]
+    print(f"Regimes: {predictions.bounds_text()}; |error| = |predicted - measured| / measured.")
     for (machine, machine_id, device), part in frame.groupby(["machine", "machine_id", "device"]):
         ours = " (this machine)" if machine_id == here else ""
         print(f"{machine_id}{ours}: {machine} {device}: {predictions.accuracy_text(part, devices.kind(device))}")
-        print(f"  by what bounds the prediction: {predictions.bound_text(part)}")
+        print(f"  by regime: {predictions.bound_text(part)}")
         if unmeasured := predictions.unmeasured_text(machine_id, device):
             print(f"  {unmeasured}")
         if quick := predictions.quick_profile_text(machine_id, device):
@@ -156,10 +159,25 @@ def _print_accuracy(as_json: bool) -> int:
         print(f"The catalogue's {row.hardware}, against that machine's measured GPU: {row.points} points, median "
               f"predicted/measured {row.median_ratio:.2f}, {row.share_within:.0%} within {predictions.WITHIN:g}x, "
               f"{row.share_within_2x:.0%} within 2x, worst {row.worst_ratio:.2f}")
+    print(_bands_text(bands, saved))
     if frame.empty:
         print("no measured point with a census on a machine with a calibrated profile: run `python -m core "
               "calibrate`, then an experiment")
     return 0
+
+
+def _bands_text(bands: list[uncertainty.Band], saved) -> str:
+    """The error bands a predicted time's range comes from, and where they were saved."""
+    if not bands:
+        return (f"No error band: fewer than {uncertainty.MIN_POINTS} checked points of any kind, so predicted times "
+                f"carry no range.")
+    low, high = uncertainty.BAND
+    lines = [f"The ranges predicted times carry ({low:.0%} to {high:.0%} of predicted/measured; a CPU's from the CPUs' "
+             f"own profiles, a GPU's from the catalogue's entries against the GPUs that measured):"]
+    lines += [f"  {band.kind} {band.regime}: {band.low:.2f} to {band.high:.2f} over {band.points} points"
+              for band in bands]
+    lines.append(f"saved: {saved}" if saved else "not saved: this instance is read-only")
+    return "\n".join(lines)
 
 
 def _validate_writeups(as_json: bool) -> int:

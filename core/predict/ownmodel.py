@@ -22,6 +22,7 @@ from torch.utils import benchmark
 from core import devices, settings
 from core.measure import census, standin
 from core.model import costmodel, hardware
+from core.predict import predictions, uncertainty
 from core.params import ConfigError, clip, shown
 from core.present.tables import seconds_text
 from core.measure.timing import is_noisy
@@ -266,13 +267,24 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
         return not gpu.has(hardware.MEMORY) or needed(batch) <= gpu.value(hardware.MEMORY) * GIB
 
     cpu = next((t for t in targets if t.gpu is None), None)
-    found = []
+    bands, found = uncertainty.load(), []
+
+    def predicted(target) -> tuple[costmodel.Prediction, str, uncertainty.Band | None]:
+        """The prediction at the batch asked for, its regime and the band of its kind and regime."""
+        prediction = costmodel.predict(census_at(given.shape[0], target.gpu is not None), target)
+        regime = predictions.bound(predictions.host_share(prediction))
+        return prediction, regime, uncertainty.band_for(bands, "cpu" if target.gpu is None else "cuda", regime)
+    if cpu is not None:
+        cpu_prediction, _, cpu_band = predicted(cpu)
     for target in targets:
         on_gpu = target.gpu is not None
-        prediction = costmodel.predict(census_at(given.shape[0], on_gpu), target)
+        prediction, regime, band = predicted(target)
         entry = {"device": target.name, "hardware": target.title, "variant": "training step" if train else "forward",
                  "params": {"input": given.text}, "predicted_s": prediction.seconds,
-                 "parts": prediction.parts, "notes": list(prediction.notes)}
+                 "likely_s": list(band.range(prediction.seconds)) if band else None, "regime": regime,
+                 "parts": prediction.parts, "gpu_idle_s": prediction.gpu_idle, "notes": list(prediction.notes)}
+        if on_gpu and cpu is not None:
+            entry["speedup"] = uncertainty.speedup((cpu_prediction.seconds, cpu_band), (prediction.seconds, band))
         memory = _memory_gib(target)
         if memory is not None:
             entry |= {"memory_needed_gib": needed(given.shape[0]) / GIB, "memory_gib": memory,
@@ -340,7 +352,11 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
     lines = [f"{clip(spec)}: {what} on input {found[0]['params']['input']}, {how}:"]
     for entry in found:
         parts = costmodel.shares_text(entry["parts"], entry["predicted_s"])
-        line = f"  {entry['hardware']}: {seconds_text(entry['predicted_s'])} ({parts})"
+        likely = (f", likely {seconds_text(entry['likely_s'][0])} to {seconds_text(entry['likely_s'][1])}"
+                  if entry.get("likely_s") else ", no measured error to range it")
+        line = f"  {entry['hardware']}: {seconds_text(entry['predicted_s'])} ({entry['regime']}{likely}; {parts})"
+        if "speedup" in entry:
+            line += f"; {uncertainty.speedup_text(entry['speedup'])}"
         if "measured_s" in entry:
             line += f"; {_measured_text(entry)}"
         if entry.get("fits") is False:

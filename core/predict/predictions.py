@@ -167,9 +167,10 @@ ACCURACY_COLUMNS = ["experiment", "machine_id", "machine", "run_id", "device", "
                     "per_call", "measured_s", "cold", "predicted_s", "ratio", "within", "host_share", "bound",
                     "hardware"]
 HOST_PARTS = ("host", "launches", "loading")  # what the host spends: the terms a GPU prediction takes from its CPU
-# What bounds a predicted point, by the host's share of it: the host terms (dispatch, Python, loading) are what
-# a GPU prediction of a small workload rests on; the CPU's own compute is not carried to a GPU.
-BOUNDS = ((0.8, "host-bound"), (0.5, "mixed"), (0.0, "compute-bound"))
+# What bounds a predicted point (its regime), by the host's share of it: the host terms (dispatch, Python, loading)
+# are what a GPU prediction of a small workload rests on; the rest is the device's work (a CPU target's own compute)
+BOUNDS = ((0.5, "host-bound"), (0.0, "device-bound"))
+WITHIN_LIMITS = (1.25, WITHIN)  # the shares within these factors either way that an accuracy summary gives
 
 
 def accuracy(records: list[dict], latest_only: bool = True,
@@ -381,27 +382,50 @@ def host_share(prediction: costmodel.Prediction) -> float:
 
 
 def bound(host_share: float) -> str:
-    """'host-bound', 'mixed' or 'compute-bound': what a predicted point's time is mostly made of (BOUNDS)."""
+    """'host-bound' or 'device-bound': what a predicted point's time is mostly made of (BOUNDS)."""
     return next(name for floor, name in BOUNDS if host_share >= floor)
 
 
 def bounds_text() -> str:
-    """'host-bound at 80% or more, mixed from 50%, compute-bound below 50%' (BOUNDS in words)."""
-    (host_floor, host), (mixed_floor, mixed), (_, compute) = BOUNDS
-    return f"{host} at {host_floor:.0%} or more, {mixed} from {mixed_floor:.0%}, {compute} below {mixed_floor:.0%}"
+    """'host-bound where the host's share of the predicted time is 50% or more, device-bound below' (BOUNDS)."""
+    (floor, host), (_, device) = BOUNDS
+    return f"{host} where the host's share of the predicted time is {floor:.0%} or more, {device} below"
+
+
+def errors(ratios: pd.Series) -> pd.Series:
+    """Each prediction's |error|: |predicted - measured| / measured, from predicted / measured."""
+    return (ratios - 1).abs()
+
+
+def error_summary(frame: pd.DataFrame) -> dict:
+    """Of a frame of checked points (`ratio`: predicted / measured): the points, the median and 90th percentile
+    |error|, the shares within each of WITHIN_LIMITS either way, the median ratio, the worst (farthest from 1) and
+    the share predicted too fast."""
+    if frame.empty:
+        return {"points": 0}
+    error, off = errors(frame["ratio"]), off_by(frame["ratio"])
+    return {"points": len(frame), "median_error": float(error.median()), "p90_error": float(error.quantile(0.9)),
+            **{f"within_{limit:g}x": float((off <= limit).mean()) for limit in WITHIN_LIMITS},
+            "median_ratio": float(frame["ratio"].median()), "worst_ratio": float(frame["ratio"][off.idxmax()]),
+            "too_fast": float((frame["ratio"] < 1).mean())}
 
 
 def by_bound(frame: pd.DataFrame) -> pd.DataFrame:
-    """summary() of each bound present, host-bound first: points, median ratio, worst ratio, share within."""
-    found = [{"bound": name, **summary(frame[frame["bound"] == name])} for _, name in BOUNDS
-             if (frame["bound"] == name).any()]
-    return pd.DataFrame(found, columns=["bound", "points", "median_ratio", "worst_ratio", "share_within"])
+    """error_summary() of each regime present, host-bound first."""
+    return pd.DataFrame([{"bound": name, **error_summary(frame[frame["bound"] == name])} for _, name in BOUNDS
+                         if (frame["bound"] == name).any()])
+
+
+def summary_text(found: dict) -> str:
+    """'41 points: median |error| 12%, 90th percentile 40%, 61% within 1.25x, 83% within 1.5x, worst 0.41'."""
+    within = ", ".join(f"{found[f'within_{limit:g}x']:.0%} within {limit:g}x" for limit in WITHIN_LIMITS)
+    return (f"{found['points']} point{'s' * (found['points'] != 1)}: median |error| {found['median_error']:.0%}, "
+            f"90th percentile {found['p90_error']:.0%}, {within}, worst {found['worst_ratio']:.2f}")
 
 
 def bound_text(frame: pd.DataFrame) -> str:
-    """'host-bound 41 points: median 0.94, 76% within 1.5x; mixed ...'."""
-    return "; ".join(f"{row.bound} {row.points} point{'s' * (row.points != 1)}: median {row.median_ratio:.2f}, "
-                     f"{row.share_within:.0%} within {WITHIN:g}x" for row in by_bound(frame).itertuples())
+    """'host-bound 41 points: median |error| 12%, ...; device-bound ...' (summary_text per regime)."""
+    return "; ".join(f"{row['bound']} {summary_text(row)}" for row in by_bound(frame).to_dict("records"))
 
 
 def summary(frame: pd.DataFrame) -> dict:

@@ -1,0 +1,118 @@
+"""How far a prediction may be off: the range that the cost model's measured error gives a predicted time, and
+whether a predicted GPU speedup is still an answer once both of its times carry theirs.
+
+`predict --accuracy` checks the model against every measured point (each calibrated machine's latest runs of
+the experiments) and saves, per device kind and regime (predictions.BOUNDS), the spread of predicted / measured
+there: its BAND quantiles. A CPU's band comes from the CPUs' own profiles against their own runs; a GPU's from the
+catalogue's GPU entries against the GPUs that measured (predicting a GPU you do not have is what it qualifies).
+A predicted time t then likely measures between t / high and t / low. The bands are fitted on the experiments'
+points only: a model of your own, and the zoo's, are checked against them, never fitted."""
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from core import devices, settings, versions
+from core.predict import predictions
+from core.store import files, results
+
+BAND = (0.1, 0.9)  # the quantiles of predicted / measured a range spans: four checked points in five fall inside
+MIN_POINTS = 5  # fewer checked points in a regime than this: the device kind's band over every regime stands in
+FILE_NAME, SCHEMA_VERSION = "error_bands.json", 1
+HELPS, DOES_NOT, TOO_CLOSE = "a GPU helps", "a GPU does not help", "too close to call"
+
+
+@dataclass(frozen=True)
+class Band:
+    """The spread of predicted / measured over `points` checked points of a device kind ('cpu', 'cuda') and regime
+    ('any': every regime of that kind)."""
+    kind: str
+    regime: str
+    low: float
+    high: float
+    points: int
+
+    def range(self, seconds: float) -> tuple[float, float]:
+        """Where a predicted time likely measures: (seconds / high, seconds / low)."""
+        return seconds / self.high, seconds / self.low
+
+
+def bands(cpu_checked: pd.DataFrame, gpu_checked: pd.DataFrame) -> list[Band]:
+    """The bands of CPU points (predictions.accuracy()'s rows on a CPU) and GPU points (catalogue_accuracy()'s),
+    per regime with at least MIN_POINTS points, and per kind over every regime."""
+    found = []
+    for kind, frame in (("cpu", cpu_checked), ("cuda", gpu_checked)):
+        frame = frame[frame["device"].map(devices.kind) == kind] if len(frame) else frame
+        groups = [("any", frame), *((name, frame[frame["bound"] == name]) for _, name in predictions.BOUNDS)]
+        found += [Band(kind, regime, *part["ratio"].quantile(list(BAND)).tolist(), len(part))
+                  for regime, part in groups if len(part) >= MIN_POINTS]
+    return found
+
+
+def band_for(found: list[Band], kind: str, regime: str) -> Band | None:
+    """The band of a kind and regime, else the kind's over every regime, else None."""
+    by_key = {(b.kind, b.regime): b for b in found}
+    return by_key.get((kind, regime)) or by_key.get((kind, "any"))
+
+
+def speedup(cpu: tuple[float, Band | None], gpu: tuple[float, Band | None]) -> dict:
+    """A GPU's predicted speedup over a CPU (each a predicted time and its band, or None) and its range: the CPU's
+    slowest likely time over the GPU's fastest, and its fastest over the GPU's slowest; the verdict HELPS above 1,
+    DOES_NOT below, TOO_CLOSE where the range straddles 1 (or no band gives one: only the point is known)."""
+    (cpu_s, cpu_band), (gpu_s, gpu_band) = cpu, gpu
+    found = {"speedup": cpu_s / gpu_s, "low": None, "high": None, "verdict": TOO_CLOSE}
+    if cpu_band is None or gpu_band is None:
+        return found
+    (cpu_low, cpu_high), (gpu_low, gpu_high) = cpu_band.range(cpu_s), gpu_band.range(gpu_s)
+    low, high = cpu_low / gpu_high, cpu_high / gpu_low
+    verdict = HELPS if low > 1 else DOES_NOT if high < 1 else TOO_CLOSE
+    return found | {"low": low, "high": high, "verdict": verdict}
+
+
+def speedup_text(found: dict) -> str:
+    """'a GPU helps: 3.1x faster (likely 1.6-5.0x)' or 'too close to call: 1.2x (likely 0.6-2.3x)'."""
+    if found["low"] is None:
+        return f"{TOO_CLOSE} by the model's error: {found['speedup']:.2g}x predicted, and no measured error to range it"
+    return (f"{found['verdict']}: {found['speedup']:.2g}x predicted (likely {found['low']:.2g}-{found['high']:.2g}x, "
+            f"the model's {BAND[0]:.0%}-{BAND[1]:.0%} error on such points)")
+
+
+# -- the stored bands -------------------------------------------------------------------------------------------
+def path(machine_id: str = None) -> Path:
+    """results/<machine id>/predictions/error_bands.json (this machine's by default)."""
+    return (settings.results_dir() / (machine_id or devices.fingerprint()["machine_id"]) / "predictions" / FILE_NAME)
+
+
+def save(found: list[Band]) -> Path:
+    """Write the bands with the code version and the date, atomically; refused when read-only."""
+    settings.require_writable("saving the model's error bands")
+    target = path()
+    files.write_atomic(target, {"schema": SCHEMA_VERSION, "code_version": versions.code_version(),
+                                "taken": results.now(), "quantiles": list(BAND),
+                                "bands": [vars(band) for band in found]})
+    return target
+
+
+def load() -> list[Band]:
+    """This machine's saved bands, else the newest of those other machines' folders hold (the shipped ones); []
+    when none can be read."""
+    own = _read(path())
+    if own:
+        return own[1]
+    shipped = [found for where in settings.results_dir().glob(f"*/predictions/{FILE_NAME}") if (found := _read(where))]
+    return max(shipped, key=lambda found: found[0])[1] if shipped else []
+
+
+def _read(where: Path) -> tuple[str, list[Band]] | None:
+    """(taken, bands) of a saved file, None where it is missing or not one."""
+    try:
+        data = json.loads(files.read_regular_file(where)[0])
+        found = [Band(**band) for band in data["bands"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    ok = data.get("schema") == SCHEMA_VERSION and all(
+        isinstance(b.low, float) and isinstance(b.high, float) and math.isfinite(b.low) and 0 < b.low <= b.high
+        for b in found)
+    return (str(data.get("taken", "")), found) if ok else None

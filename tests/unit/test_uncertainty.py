@@ -1,0 +1,78 @@
+"""A predicted time's range from the model's measured error, and a GPU's speedup verdict once both times carry theirs."""
+import json
+
+import pandas as pd
+import pytest
+
+from core import devices, settings
+from core.predict import uncertainty
+from core.predict.uncertainty import Band
+
+
+def checked(device: str, ratios: list[float], bound: str = "host-bound") -> pd.DataFrame:
+    return pd.DataFrame({"device": device, "ratio": ratios, "bound": bound})
+
+
+def test_a_band_spans_the_tenth_to_the_ninetieth_percentile_of_predicted_over_measured_per_kind_and_regime():
+    cpu = pd.concat([checked("cpu", [0.5 + 0.1 * i for i in range(11)]),  # 0.5 .. 1.5: 10% at 0.6, 90% at 1.4
+                     checked("cpu", [1.0] * 4, "device-bound")])  # too few for a band of its own
+    gpu = checked("cuda:0", [0.25, 0.5, 0.5, 0.5, 1.0, 2.0], "device-bound")
+    found = {(b.kind, b.regime): b for b in uncertainty.bands(cpu, gpu)}
+    assert set(found) == {("cpu", "any"), ("cpu", "host-bound"), ("cuda", "any"), ("cuda", "device-bound")}
+    host = found["cpu", "host-bound"]
+    assert (host.low, host.high, host.points) == (pytest.approx(0.6), pytest.approx(1.4), 11)
+    assert found["cpu", "any"].points == 15
+    # the device-bound CPU points have no band: the CPU's over every regime stands in, and no kind at all: none
+    assert uncertainty.band_for(list(found.values()), "cpu", "device-bound") is found["cpu", "any"]
+    assert uncertainty.band_for([], "cpu", "host-bound") is None
+
+
+def test_a_predicted_time_likely_measures_between_it_over_the_high_and_over_the_low_ratio():
+    # predicted 0.5 to 2 times what was measured: a predicted 1 ms likely measures 0.5 ms to 2 ms
+    assert Band("cpu", "any", 0.5, 2.0, 10).range(1e-3) == (pytest.approx(0.5e-3), pytest.approx(2e-3))
+
+
+@pytest.mark.parametrize("cpu_s, gpu_s, verdict, low, high", [
+    # CPU 10 ms likely 8-12.5 ms; GPU 1 ms likely 0.5-2 ms: 4x to 25x, whatever the error
+    (10e-3, 1e-3, uncertainty.HELPS, 4.0, 25.0),
+    # GPU 20 ms likely 10-40 ms: 0.2x to 1.25x, straddles 1
+    (10e-3, 20e-3, uncertainty.TOO_CLOSE, 0.2, 1.25),
+    # GPU 100 ms likely 50-200 ms: 0.04x to 0.25x
+    (10e-3, 100e-3, uncertainty.DOES_NOT, 0.04, 0.25),
+])
+def test_a_speedup_is_an_answer_only_where_its_range_stays_on_one_side_of_one(cpu_s, gpu_s, verdict, low, high):
+    cpu_band, gpu_band = Band("cpu", "any", 0.8, 1.25, 10), Band("cuda", "any", 0.5, 2.0, 10)
+    found = uncertainty.speedup((cpu_s, cpu_band), (gpu_s, gpu_band))
+    assert found["verdict"] == verdict and found["speedup"] == pytest.approx(cpu_s / gpu_s)
+    assert (found["low"], found["high"]) == (pytest.approx(low), pytest.approx(high))
+    assert uncertainty.speedup_text(found).startswith(f"{verdict}: ")
+
+
+def test_a_speedup_without_a_band_is_not_an_answer():
+    found = uncertainty.speedup((10e-3, None), (1e-3, Band("cuda", "any", 0.5, 2.0, 10)))
+    assert found["verdict"] == uncertainty.TOO_CLOSE and found["low"] is None
+    assert "no measured error to range it" in uncertainty.speedup_text(found)
+
+
+def test_the_bands_are_saved_and_read_back_this_machines_first_else_the_newest_shipped(tmp_path, monkeypatch):
+    monkeypatch.setenv(settings.RESULTS_ENV, str(tmp_path))
+    assert uncertainty.load() == []
+    for machine, taken, low in (("old-box", "2026-01-01T00:00:00", 0.1), ("new-box", "2026-02-01T00:00:00", 0.2)):
+        folder = tmp_path / machine / "predictions"
+        folder.mkdir(parents=True)
+        (folder / uncertainty.FILE_NAME).write_text(json.dumps({
+            "schema": uncertainty.SCHEMA_VERSION, "taken": taken,
+            "bands": [{"kind": "cpu", "regime": "any", "low": low, "high": 1.0, "points": 9}]}))
+    assert [b.low for b in uncertainty.load()] == [0.2]  # the newest shipped
+    (tmp_path / "new-box" / "predictions" / uncertainty.FILE_NAME).write_text("{not json")
+    assert [b.low for b in uncertainty.load()] == [0.1]  # a broken file is passed over
+    own = [Band("cuda", "host-bound", 0.3, 0.7, 28)]
+    assert uncertainty.save(own) == tmp_path / devices.fingerprint()["machine_id"] / "predictions" / "error_bands.json"
+    assert uncertainty.load() == own
+
+
+def test_saving_the_bands_is_refused_when_read_only(tmp_path, monkeypatch):
+    monkeypatch.setenv(settings.RESULTS_ENV, str(tmp_path))
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    with pytest.raises(settings.ReadOnlyError):
+        uncertainty.save([Band("cpu", "any", 0.5, 1.5, 10)])
