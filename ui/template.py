@@ -20,7 +20,8 @@ from ui.time_breakdown import where_time_goes
 MARKS = {REPRODUCED: ":green[:material/check_circle:]", NOT_REPRODUCED: ":red[:material/cancel:]",
          ESTIMATED: ":blue[:material/query_stats:]", TOO_CLOSE: ":violet[:material/balance:]", NEEDS_GPU: ":orange[:material/hourglass_empty:]",
          NO_DATA: ":gray[:material/help:]"}
-WOULD = {REPRODUCED: "would be reproduced", NOT_REPRODUCED: "would not be reproduced"}  # a predicted leaning
+WOULD = {REPRODUCED: "would be reproduced", NOT_REPRODUCED: "would not be reproduced",
+         TOO_CLOSE: "too close to call"}  # a predicted leaning
 # Sentences of a verdict's finding that the verdict column already says.
 SAID_BY_THE_OUTCOME = re.compile(r"^(No GPU results|No measured results|Reproduced means|Published \(|Too close to call:|a rerun could)")
 

@@ -12,6 +12,8 @@ import pandas as pd
 from core import devices
 from core.calibration.efforts import FULL
 from core.model import costmodel, hardware, profiles
+from core.predict import uncertainty
+from core.present import analysis
 from core.store import results
 from core.measure import standin
 from core.measure.experiment import Experiment, Point
@@ -73,14 +75,14 @@ def _predicted(point: Point, entry: dict, target: hardware.Target) -> Predicted:
 def standin_rows(records: list[dict], experiment: str, target: hardware.Target) -> pd.DataFrame:
     """The predicted rows of every record of `experiment` that holds stand-in censuses, in the rows
     frame's columns (results.rows_frame), predicted on `target` (a GPU)."""
-    flat = []
+    flat, bands = [], uncertainty.load()
     for record in records:
         if record["experiment"] != experiment:
             continue
         meta = results.record_summary(record)
         for entry in record.get("standin") or ():
             point = Point(devices.STAND_IN, entry["variant"], entry["params"])
-            flat.append(_row(meta, _predicted(point, entry, target), target))
+            flat.append(_row(meta, _predicted(point, entry, target), target, bands))
     return pd.DataFrame(flat) if flat else pd.DataFrame(columns=[*results.BASE_COLUMNS, "provenance", "hardware"])
 
 
@@ -105,9 +107,12 @@ def driven_rows(records: list[dict], experiment: str, gpu: str) -> pd.DataFrame:
     return pd.concat(found, ignore_index=True) if found else standin_rows([], experiment, None)
 
 
-def _row(meta: dict, found: Predicted, target: hardware.Target) -> dict:
+def _row(meta: dict, found: Predicted, target: hardware.Target, bands: list[uncertainty.Band]) -> dict:
+    """A predicted row; `fast_edge` and `slow_edge` multiply its times to the ends of its likely range (the error
+    band of its regime on a GPU, uncertainty.edges)."""
     prediction = found.prediction
     parts = dict(prediction.parts) if prediction else {}
+    band = uncertainty.band_for(bands, "cuda", bound(host_share(prediction))) if prediction else None
     parts["host"] = parts.get("host", 0.0) + parts.pop("launches", 0.0)  # the measured breakdown's host holds launches
     base = {**meta, "device": devices.STAND_IN, "device_name": f"{target.gpu.title} (predicted)",
             "variant": found.point.variant, "point": results.point_key(found.point.params),
@@ -118,6 +123,7 @@ def _row(meta: dict, found: Predicted, target: hardware.Target) -> dict:
             "per_unit_s": results.per_unit(prediction.seconds, found.per_call) if prediction else None,
             "provenance": PREDICTED,
             "host_share": host_share(prediction) if prediction else None,
+            **dict(zip(analysis.EDGES, uncertainty.edges(band))),
             "hardware": target.title,
             **{f"time_{part}_s": seconds for part, seconds in parts.items() if part != "launches"}}
     return {**found.point.params, **base}
@@ -184,6 +190,7 @@ def accuracy(records: list[dict], latest_only: bool = True,
     hardware predicted instead of the machine's own (None: not a point to check)."""
     target_for = target_for or (lambda record, device: _own_target(record["machine_id"], device))
     targets: dict[tuple[str, str], hardware.Target | None] = {}
+    threads: dict[str, int | None] = {}  # each machine's profile's, read once
     flat = []
     for record, counted in _latest(records) if latest_only else ((r, None) for r in records):
         meta = results.record_summary(record)
@@ -191,7 +198,8 @@ def accuracy(records: list[dict], latest_only: bool = True,
             census = row.get("census") or {}
             if row.get("status", "ok") != "ok" or "stretches" not in census or not row.get("median"):
                 continue
-            if (counted is not None and row["device"] not in counted) or graph_blind(row):
+            if (counted is not None and row["device"] not in counted) or graph_blind(row) or other_threads(
+                    row, threads.setdefault(record["machine_id"], calibrated_threads(record["machine_id"]))):
                 continue
             key = (record["machine_id"], row["device"])
             if key not in targets:
@@ -214,6 +222,18 @@ def accuracy(records: list[dict], latest_only: bool = True,
                          "within": within(ratio),
                          "host_share": share, "bound": bound(share), "hardware": target.title})
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
+
+
+def other_threads(row: dict, calibrated: int | None) -> bool:
+    """A CPU point measured at other threads than its machine's profile was calibrated at (`calibrated`): the model
+    prices a CPU at the threads its figures were timed with, so it is not a point to check the model against."""
+    return row["device"] == "cpu" and None not in (row.get("torch_threads"), calibrated) and (
+        row["torch_threads"] != calibrated)
+
+
+def calibrated_threads(machine_id: str) -> int | None:
+    """The torch threads a machine's profile was calibrated at, None without one (or one that does not say)."""
+    return ((profiles.load(machine_id) or {}).get("fingerprint") or {}).get("torch_threads")
 
 
 def graph_blind(row: dict) -> bool:
@@ -406,7 +426,7 @@ def error_summary(frame: pd.DataFrame) -> dict:
     error, off = errors(frame["ratio"]), off_by(frame["ratio"])
     return {"points": len(frame), "median_error": float(error.median()), "p90_error": float(error.quantile(0.9)),
             **{f"within_{limit:g}x": float((off <= limit).mean()) for limit in WITHIN_LIMITS},
-            "median_ratio": float(frame["ratio"].median()), "worst_ratio": float(frame["ratio"][off.idxmax()]),
+            "median_ratio": float(frame["ratio"].median()), "worst_ratio": float(frame["ratio"].iloc[off.argmax()]),
             "too_fast": float((frame["ratio"] < 1).mean())}
 
 

@@ -2,7 +2,7 @@
 whether a predicted GPU speedup is still an answer once both of its times carry theirs.
 
 `predict --accuracy` checks the model against every measured point (each calibrated machine's latest runs of
-the experiments) and saves, per device kind and regime (predictions.BOUNDS), the spread of predicted / measured
+the experiments) and saves, per device kind and regime (core.predict.predictions.BOUNDS), the spread of predicted / measured
 there: its BAND quantiles. A CPU's band comes from the CPUs' own profiles against their own runs; a GPU's from the
 catalogue's GPU entries against the GPUs that measured (predicting a GPU you do not have is what it qualifies).
 A predicted time t then likely measures between t / high and t / low. The bands are fitted on the experiments'
@@ -15,7 +15,6 @@ from pathlib import Path
 import pandas as pd
 
 from core import devices, settings, versions
-from core.predict import predictions
 from core.store import files, results
 
 BAND = (0.1, 0.9)  # the quantiles of predicted / measured a range spans: four checked points in five fall inside
@@ -45,7 +44,7 @@ def bands(cpu_checked: pd.DataFrame, gpu_checked: pd.DataFrame) -> list[Band]:
     found = []
     for kind, frame in (("cpu", cpu_checked), ("cuda", gpu_checked)):
         frame = frame[frame["device"].map(devices.kind) == kind] if len(frame) else frame
-        groups = [("any", frame), *((name, frame[frame["bound"] == name]) for _, name in predictions.BOUNDS)]
+        groups = [("any", frame), *(frame.groupby("bound") if len(frame) else ())]
         found += [Band(kind, regime, *part["ratio"].quantile(list(BAND)).tolist(), len(part))
                   for regime, part in groups if len(part) >= MIN_POINTS]
     return found
@@ -55,6 +54,12 @@ def band_for(found: list[Band], kind: str, regime: str) -> Band | None:
     """The band of a kind and regime, else the kind's over every regime, else None."""
     by_key = {(b.kind, b.regime): b for b in found}
     return by_key.get((kind, regime)) or by_key.get((kind, "any"))
+
+
+def edges(band: Band | None) -> tuple[float, float]:
+    """What a predicted time is multiplied by at the fast and the slow end of its likely range (1 and 1 without a
+    band)."""
+    return (1 / band.high, 1 / band.low) if band else (1.0, 1.0)
 
 
 def speedup(cpu: tuple[float, Band | None], gpu: tuple[float, Band | None]) -> dict:

@@ -22,6 +22,7 @@ from core.store import results
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 TOO_CLOSE = "too close to call"
+EDGES = ("fast_edge", "slow_edge")  # a predicted row's multipliers to the ends of its likely range (its model error)
 ESTIMATED = "estimated"
 NEEDS_GPU = "needs a GPU to tell"
 NO_DATA = "no data yet"
@@ -231,15 +232,31 @@ def _predicted_answer(claim: Claim, rows: pd.DataFrame, predicted: pd.DataFrame 
     if predicted is None or predicted.empty or not claim.predictable:
         return "", ""
     try:
-        found = claim.check(pd.concat([rows, predicted], ignore_index=True), figures)
+        found, *ends = (claim.check(pd.concat([rows, frame], ignore_index=True), figures)
+                        for frame in (predicted, *_at_edges(predicted)))
     except (NoFinding, KeyError, ValueError, TypeError, IndexError):
         return "", ""
-    leaning = REPRODUCED if found.holds else NOT_REPRODUCED
     where = _predicted_on(predicted)
+    model = f"The model on {settings.this_host()}: {accuracy}." if accuracy else ""
+    if len({end.holds for end in ends}) > 1:
+        fast, slow = ("would" if end.holds else "would not" for end in ends)
+        return _join(f"Predicted on {where} (a model, not a measurement): too close to call by the model's error. At "
+                     f"the fast end of the predicted times' likely range the claim {fast} be reproduced, at the slow "
+                     f"end it {slow}.", found.evidence, model), TOO_CLOSE
     would = "would" if found.holds else "would not"
-    text = _join(f"Predicted on {where} (a model, not a measurement): the claim {would} be reproduced.",
-                 found.evidence, f"The model on {settings.this_host()}: {accuracy}." if accuracy else "")
-    return text, leaning
+    across = ", across the predicted times' likely range" if ends else ""
+    return (_join(f"Predicted on {where} (a model, not a measurement): the claim {would} be reproduced{across}.",
+                  found.evidence, model), REPRODUCED if found.holds else NOT_REPRODUCED)
+
+
+def _at_edges(predicted: pd.DataFrame) -> list[pd.DataFrame]:
+    """The predicted rows with every time at the fast, then the slow, end of its likely range (its `fast_edge` and
+    `slow_edge` multipliers: the model's measured error on such points); none where the rows carry no range."""
+    if not set(EDGES) <= set(predicted.columns) or (predicted[list(EDGES)] == 1).all().all():
+        return []
+    times = [column for column in predicted.columns if column in ("median_s", "per_unit_s")
+             or (column.startswith("time_") and column.endswith("_s"))]
+    return [predicted.assign(**{column: predicted[column] * predicted[edge] for column in times}) for edge in EDGES]
 
 
 def _predicted_on(predicted: pd.DataFrame) -> str:

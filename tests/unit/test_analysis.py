@@ -3,7 +3,7 @@ import pytest
 
 from core import published
 from core.present import analysis
-from core.present.analysis import (ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, Claim, Finding, NoFinding,
+from core.present.analysis import (ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED, TOO_CLOSE, Claim, Finding, NoFinding,
                            evaluate)
 from tests.helpers import hand_rows
 
@@ -141,6 +141,23 @@ def test_a_verdict_that_needs_a_gpu_gives_the_predicted_answer_said_as_such():
     assert verdict.prediction == ("Predicted on T4 driven by this machine's CPU (a model, not a measurement): the "
                                   "claim would be reproduced. speedup 4.0x The model on this machine: median ratio 1.10.")
     assert evaluate(claim, measured, pd.DataFrame()).prediction == ""
+
+
+@pytest.mark.parametrize("fast, slow, leaning, said", [
+    # predicted 1 s against the CPU's 4 s, likely 0.5-2 s: faster at either end
+    (0.5, 2.0, REPRODUCED, "the claim would be reproduced, across the predicted times' likely range."),
+    # likely 0.5-8 s: faster at the fast end, slower at the slow end
+    (0.5, 8.0, TOO_CLOSE, "too close to call by the model's error. At the fast end of the predicted times' likely "
+                          "range the claim would be reproduced, at the slow end it would not."),
+])
+def test_a_predicted_answer_holds_only_where_it_holds_across_the_model_s_error(fast, slow, leaning, said):
+    def gpu_faster(rows, figures):
+        found = analysis.require(analysis.speedups(rows), rows)
+        return Finding(bool((found["speedup"] > 1).all()), f"speedup {found['speedup'].median():.1f}x")
+    predicted = frame(point("meta", 1.0)).assign(hardware="T4", provenance="predicted", fast_edge=fast, slow_edge=slow)
+    verdict = evaluate(Claim("the GPU is faster", gpu_faster), frame(point("cpu", 4.0)), pd.DataFrame(), predicted)
+    assert verdict.outcome == NEEDS_GPU and verdict.leaning == leaning
+    assert verdict.prediction.startswith(f"Predicted on T4 (a model, not a measurement): {said}")
 
 
 def test_a_predicted_answer_from_gpus_driven_by_each_runs_own_cpu_says_so_once():
