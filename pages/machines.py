@@ -8,7 +8,7 @@ from core.report import bundles, machines
 from core.model import profiles
 from core.commands import jobs
 from core.store import results, runlock
-from ui import data
+from ui import data, rerun_panel
 from ui.router import require_router
 
 require_router()
@@ -52,8 +52,11 @@ for mid, fp in fingerprints.items():
     st.markdown(f"**{mid}**{f' ({host})' if mid == here else ''}: {devices.label(fp)}")
     profile = calibrated.get(mid)
     if profile is None:
-        hint = "" if settings.read_only() else ": run `python -m core calibrate`" + ("" if mid == here else " on it")
+        hint = "" if settings.read_only() else ": run `python -m core calibrate`" + (
+            f" ({profiles.CALIBRATION_TIME}), or the button below" if mid == here else " on it")
         st.markdown(f"not calibrated{hint}")
+        if mid == here:
+            rerun_panel.calibrate_button("crossover-calibrate-machines")
         continue
     taken = pd.Timestamp(profile["taken"]).tz_convert("UTC").strftime("%Y-%m-%d %H:%M UTC")
     st.caption(f"Calibrated profile taken {taken} in {profile['seconds']:.0f} s"
@@ -61,6 +64,8 @@ for mid, fp in fingerprints.items():
     busy = profiles.busy_note(profile)
     if busy:
         st.warning(busy.capitalize() + ".", icon="⚠️")
+    if mid == here:
+        rerun_panel.calibrate_button("crossover-calibrate-machines", label=f"{rerun_panel.CALIBRATE} again")
     table = pd.DataFrame([row for row in profiles.rows(profile)
                           if row["field"] not in profiles.OP_FIGURES + profiles.GRID_FIGURES])
     table["value"] = table["value"] + " " + table.pop("unit")

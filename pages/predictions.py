@@ -6,7 +6,7 @@ import streamlit as st
 from core import devices, experiments, settings, versions
 from core.present import charts
 from core.predict import predictions, writeups
-from core.model import profiles
+from core.model import hardware, profiles
 from ui import data, predicted
 from ui.router import require_router
 
@@ -46,7 +46,7 @@ def _checked(part: pd.DataFrame) -> None:
     median.metric("median predicted / measured", _ratio(found["median_ratio"]))
     within.metric(f"within {predictions.WITHIN:g}x", _share(found["share_within"]))
     worst.metric("worst ratio", _ratio(found["worst_ratio"]))
-    _summary_table(predictions.by_bound(part), bound=st.column_config.TextColumn("What bounds the prediction"),
+    _summary_table(predictions.by_bound(part), bound=st.column_config.TextColumn("Regime (what bounds it)"),
                    points=st.column_config.NumberColumn("Points"))
 
 
@@ -55,12 +55,17 @@ def _share_column(label: str) -> st.column_config.Column:
 
 
 def _summary_table(frame: pd.DataFrame, **columns) -> None:
-    """predictions.summary()'s figures, a row per group: the ratios, and each share_within* column as a bar in
-    percent; `columns` configures the group's own columns."""
-    shares = {column: frame[column] * 100 for column in frame.columns if column.startswith("share_within")}
+    """predictions.summary()'s or error_summary()'s figures, a row per group: the ratios, the |errors| in percent,
+    and each share as a bar in percent; `columns` configures the group's own columns."""
+    shares = {column: frame[column] * 100 for column in frame.columns
+              if column.startswith(("share_within", "within_")) or column.endswith("_error") or column == "too_fast"}
     st.dataframe(frame.assign(**shares), hide_index=True, column_config={
         "median_ratio": st.column_config.NumberColumn("Median predicted / measured", format="%.3g"),
         "worst_ratio": st.column_config.NumberColumn("Worst ratio", format="%.3g"),
+        "median_error": st.column_config.NumberColumn("Median |error|", format="%.0f%%"),
+        "p90_error": st.column_config.NumberColumn("90th percentile |error|", format="%.0f%%"),
+        "too_fast": _share_column("Predicted too fast"),
+        **{f"within_{limit:g}x": _share_column(f"Within {limit:g}x") for limit in predictions.WITHIN_LIMITS},
         "share_within": _share_column(f"Within {predictions.WITHIN:g}x")} | columns)
 
 
@@ -219,9 +224,8 @@ run_id = st.selectbox("Configuration (a run)", list(runs), key=f"help-run-{name}
     f"{r} · {runs[r].get('preset')} · {len(runs[r]['standin'])} stand-in points"
     f"{f' · {host}' if runs[r].get('machine_id') == here else ''}"))
 record = runs[run_id]
-if profiles.load() is None:
-    st.info(f"No prediction: {predicted.no_profile_text()}.")
-    st.stop()
+if predictions.driver(record) == hardware.THIS and (stand_in := predicted.stand_in_text()):
+    st.info(stand_in)  # this machine's own run (or an uncalibrated machine's), driven by the nearest CPU
 measured = predicted.measured_cpu(record)
 compared = predicted.every_gpu(record, measured)
 if compared.empty:

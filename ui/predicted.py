@@ -14,7 +14,7 @@ from core.present import analysis, charts
 from core.model import hardware, profiles
 from core.predict import predictions
 from core.store import results
-from ui import data
+from ui import data, rerun_panel
 
 PICKED = "predict-on"          # the reader's own pick, kept while they move between pages
 WIDGET = "predict-on-widget"   # the sidebar's selectbox, set from PICKED or the page's default each run
@@ -59,9 +59,20 @@ def gpu_picker(page: str | None) -> None:
     st.selectbox("Predict on", list(titles), format_func=titles.get, key=WIDGET, on_change=_keep_pick,
                  help="The GPU whose predicted series the pages draw beside the measured ones. Until you pick "
                       "one, an experiment's page predicts the write-up's GPU.")
-    target, problem = resolve(st.session_state[WIDGET])
-    st.caption(f"Predicted series: {target.gpu.title} (a model, not a measurement), driven by each run's own CPU "
-               f"where its machine is calibrated, else by {target.host.title}." if target else problem)
+    target, said = resolve(st.session_state[WIDGET])
+    if target is None:
+        st.caption(said)
+    elif said:  # the nearest CPU stands in for this machine's
+        host = settings.this_host()
+        st.caption(f"Predicted series: {target.gpu.title} (a model, not a measurement), driven by each run's own CPU "
+                   f"where its machine is calibrated, else by the CPU nearest {host}'s, {hardware.nearest_cpu()[1]}. "
+                   f"{host.capitalize()} has no calibrated profile, so these are another CPU's figures: a prediction "
+                   f"for its own CPU needs its calibration{_how_to_calibrate('below')}")
+    else:
+        st.caption(f"Predicted series: {target.gpu.title} (a model, not a measurement), driven by each run's own CPU "
+                   f"where its machine is calibrated, else by {target.host.title}.")
+    if profiles.load() is None:
+        rerun_panel.calibrate_button("crossover-calibrate-sidebar")
 
 
 def _keep_pick() -> None:
@@ -69,14 +80,30 @@ def _keep_pick() -> None:
 
 
 def resolve(name: str) -> tuple[hardware.Target | None, str]:
-    """The target a GPU name stands for, driven by this machine's CPU; None and the reason (how to
-    calibrate when this machine has no profile) when it cannot be had."""
-    if profiles.load() is None:  # the question is this machine's: other machines' runs alone do not answer it
-        return None, f"No prediction: {no_profile_text()}."
+    """The target a GPU name stands for, driven by this machine's CPU, and stand_in_text ('' where this machine has a
+    calibrated profile); None and the reason when it cannot be had."""
     try:
-        return hardware.resolve(name, host="this"), ""
+        return hardware.resolve(name, host=hardware.THIS), stand_in_text()
     except hardware.HardwareError as e:
         return None, f"No prediction: {e}"
+
+
+def stand_in_text() -> str:
+    """'' where this machine has a calibrated profile; else that the nearest CPU (hardware.nearest_cpu, named, and
+    why) stands in for its CPU, so that the figures are another CPU's, and what a prediction for its own CPU needs."""
+    if profiles.load() is not None:
+        return ""
+    host, (_, reason) = settings.this_host(), hardware.nearest_cpu()
+    return (f"{host.capitalize()} has no calibrated profile: the CPU nearest its own stands in for it, {reason}, so "
+            f"these are another CPU's figures. A prediction for {host}'s own CPU needs its calibration"
+            f"{_how_to_calibrate('in the sidebar')}")
+
+
+def _how_to_calibrate(button: str) -> str:
+    """How long a calibration takes and how to start one (`button`: where the button is); nothing to run on a read-only
+    server."""
+    return "." if settings.read_only() else (f" ({profiles.CALIBRATION_TIME}): **{rerun_panel.CALIBRATE}** {button}, "
+                                             f"or `python -m core calibrate`.")
 
 
 def no_profile_text() -> str:
@@ -209,24 +236,26 @@ def unit_text(frame: pd.DataFrame) -> str:
 # -- an experiment page ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Forecast:
-    """What an experiment page predicts: the target (the sidebar's GPU driven by this machine's CPU; None, with
-    `problem` saying why), the model's accuracy on this machine in words, and every stand-in row of the experiment
-    predicted on that GPU, each run's driven by its own machine's CPU where it is calibrated (the verdicts')."""
+    """What an experiment page predicts: the target (the sidebar's GPU driven by this machine's CPU, or the nearest CPU
+    where it has no profile, as `stand_in` says; None, with `problem` saying why), the model's accuracy on this machine
+    in words, and every stand-in row of the experiment predicted on that GPU, each run's driven by its own machine's
+    CPU where it is calibrated (the verdicts')."""
     target: hardware.Target | None
     problem: str
     accuracy: str
     rows: pd.DataFrame
+    stand_in: str = ""  # stand_in_text: what drives the GPU for this machine's runs, where it has no profile
 
 
 def forecast(experiment: experiments.Presented) -> Forecast:
     name = chosen_gpu(experiment)
     if name is None:
         return Forecast(None, "No GPU in the hardware catalogue to predict on.", "", pd.DataFrame())
-    target, problem = resolve(name)
+    target, said = resolve(name)
     if target is None:
-        return Forecast(None, problem, "", pd.DataFrame())
+        return Forecast(None, said, "", pd.DataFrame())
     rows = data.predicted_rows(experiment.name, name)
-    return Forecast(target, "", accuracy_here() if len(rows) else "", rows)
+    return Forecast(target, "", accuracy_here() if len(rows) else "", rows, said)
 
 
 def accuracy_here() -> str:
@@ -258,6 +287,8 @@ def section(experiment: experiments.Presented, records: list[dict], found: Forec
         return
     record = runs[0]
     target = hardware.resolve(found.target.gpu.name, host=predictions.driver(record))
+    if found.stand_in and predictions.driver(record) == hardware.THIS:
+        st.info(found.stand_in)
     measured, predicted = measured_cpu(record), found.rows[found.rows["run_id"] == record["run_id"]]
     if predicted.empty:
         st.info(f"The model could not predict any point of run {record['run_id']} on {target.title}.")

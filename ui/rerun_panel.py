@@ -1,6 +1,7 @@
 """The rerun panel, drawn in the sidebar of an experiment page: choose devices, preset and parameters,
 see an estimate, start a background run, follow its progress and cancel it. Every tab and refresh sees
-the same run (it lives in core.commands.jobs); the sidebar of the other pages follows it with `run_status`."""
+the same run (it lives in core.commands.jobs); the sidebar of the other pages follows it with `run_status`.
+`calibrate_button` starts this machine's calibration the same way."""
 import math
 from datetime import datetime
 
@@ -9,6 +10,7 @@ import streamlit as st
 
 from core import devices, settings
 from core.commands import jobs
+from core.model import profiles
 from core.store import results
 from core.measure.experiment import Experiment
 from core.params import PRESETS
@@ -177,6 +179,11 @@ def _age(stamp: str, now: datetime = None) -> float:
 def progress_text(job: dict) -> str:
     """What the panel and the sidebar say of a run going on: one text, so both say the same."""
     total, done = job["total"], job["done"]
+    if job["experiment"] == jobs.CALIBRATION:
+        where = f"{done}/{total} probes" if total else "starting"
+        took = f", {profiles.CALIBRATION_TIME} in all" if job["preset"] == "full" else ""
+        return (f"calibrating {', '.join(job['devices'])} ({job['preset']}{took}): {where}; "
+                f"started {when(job['started'])}")
     if total and done >= total and job["status"] == "running":
         planned = f" of {job['standins_planned']}" if job.get("standins_planned") else ""
         where = f"all {total} points measured, now the GPU stand-in censuses ({job.get('standins', 0)}{planned} taken)"
@@ -206,11 +213,47 @@ def _follow(page: str | None) -> None:
         jobs.cancel()
         st.rerun(scope="fragment")
     if page is None:
-        target = "machines" if job["experiment"] == jobs.DOCTOR else job["experiment"]
+        target = jobs.OWN_PAGE.get(job["experiment"], job["experiment"])
         st.page_link(f"pages/{target}.py", label="Open its page", icon=":material/arrow_forward:")
-    else:
+    if page is not None or job["experiment"] in jobs.OWN_PAGE:  # an experiment's run shows its log on its page
         with st.expander("Log"):
             st.code(jobs.log_tail(job["run_id"]) or "(starting)")
+
+
+# -- a calibration of this machine ------------------------------------------------------------------------
+CALIBRATE = "Calibrate this machine"
+
+
+def calibrate_button(key: str, label: str = CALIBRATE) -> None:
+    """A button that starts `python -m core calibrate` as a background job (jobs.start_calibration), followed as a run
+    is; absent on a read-only server, and while a run goes on. Says how the last calibration this session started
+    ended when it left no profile."""
+    if settings.read_only():
+        return
+    job = jobs.current()
+    if job is not None:
+        if job["experiment"] == jobs.CALIBRATION:
+            st.caption("Calibrating now (its progress is in the sidebar): the pages use its profile once it ends.")
+        return
+    watched = st.session_state.get(WATCHED)
+    if watched and watched["experiment"] == jobs.CALIBRATION and _no_profile_since(watched["started"]):
+        st.warning(f"The calibration of {clock(watched['started'])} ended without saving a profile.")
+        _log(watched)
+    if st.button(label, key=key, icon=":material/speed:",
+                 help=f"Runs `python -m core calibrate` in the background ({profiles.CALIBRATION_TIME}): it measures "
+                      f"this machine's constants, which the cost model prices its CPU by. Runs wait until it ends."):
+        try:
+            info = jobs.start_calibration()
+        except (BusyError, settings.ReadOnlyError) as e:
+            st.error(str(e))
+            return
+        st.session_state[WATCHED] = info
+        st.rerun()
+
+
+def _no_profile_since(started: str) -> bool:
+    profile = profiles.load()
+    return profile is None or datetime.fromisoformat(profile["taken"]) < datetime.fromisoformat(started)
 
 
 def _last_outcome(experiment: str) -> None:

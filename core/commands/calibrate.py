@@ -1,4 +1,7 @@
-"""`python -m core calibrate`: this machine's constants measured into its calibrated profile (core.calibration)."""
+"""`python -m core calibrate`: this machine's constants measured into its calibrated profile (core.calibration); the
+app's "Calibrate this machine" runs it as a background job (core.commands.jobs.start_calibration)."""
+import os
+import signal
 import sys
 
 from core import settings
@@ -18,9 +21,22 @@ def register(sub) -> None:
 def run(args) -> int:
     settings.require_writable("calibration")
     names = calibrate.devices_to_calibrate(args.device)
+    inherited = os.environ.pop(runlock.LOCK_FD_ENV, None)  # the app's job took the run lock for this calibration
     busy = runlock.holder()
-    if busy is not None:  # a run's work would skew the measurements, and they its timings
+    if busy is not None and not inherited:  # a run's work would skew the measurements, and they its timings
         raise runlock.BusyError(busy)
+    if not inherited:
+        return _calibrated(args, names)
+    lock = runlock.adopt(inherited, busy or {})
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # the app's cancel: as Ctrl-C, nothing saved
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # the app's job starts it held back
+    try:
+        return _calibrated(args, names)
+    finally:
+        runlock.release(lock)
+
+
+def _calibrated(args, names: list[str]) -> int:
     profile = calibrate.take(names, quick=args.quick)
     try:
         path, broken = profiles.save(profile), None  # before the report: minutes of measuring outlive a display fault

@@ -18,7 +18,8 @@ COMMANDS = (info, listing, run, cancel, calibrate, predict, export, importing, r
 def main(argv: list[str] = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return args.command(args)
+        with hardware.telling_stand_ins(lambda note: print(f"note: {note}", file=sys.stderr, flush=True)):
+            return args.command(args)
     except (runlock.BusyError, ConfigError, devices.DeviceError, settings.ReadOnlyError, hardware.HardwareError,
             costmodel.PredictionError, bundles.BundleError, files.StoreError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """Background runs for the app: `python -m core run` in its own process, one at a time per machine,
-with progress read from its record and a cancel that keeps the finished points."""
+with progress read from its record and a cancel that keeps the finished points; the doctor and a calibration
+run the same way."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,15 +44,30 @@ def start_doctor(budget_s: float) -> dict:
     """`python -m core doctor` within `budget_s` on every device here, as a background job with the run's
     progress (each step's record in turn) and cancel; its bundle is DOCTOR_BUNDLE in this machine's folder."""
     settings.require_writable("checking this machine")
-    names = devices.available()
-    run_id = results.new_run_id(DOCTOR)
-    info = {"run_id": run_id, "experiment": DOCTOR, "devices": names, "preset": f"{budget_s / 60:g} min",
-            "started": now(), "pid": None, "planned": 0, "record": None}
-    command = [sys.executable, "-m", "core", "doctor", "--budget", f"{budget_s:g}s", "-o", str(doctor_bundle())]
-    return _started(info, command, versions.run_environment(None))
+    return _command_job(DOCTOR, devices.available(), f"{budget_s / 60:g} min",
+                        ["doctor", "--budget", f"{budget_s:g}s", "-o", str(doctor_bundle())])
+
+
+def start_calibration(quick: bool = False) -> dict:
+    """`python -m core calibrate` (`--quick`: rougher figures, for tests) on the CPU and every CUDA GPU here, as a
+    background job under the run lock, with its probes done so far as progress (from its log) and cancel (nothing is
+    saved then); its profile is this machine's."""
+    settings.require_writable("calibration")
+    names = [name for name in devices.available() if devices.kind(name) in ("cpu", "cuda")]
+    arguments = ["calibrate", "--quick"] if quick else ["calibrate"]
+    return _command_job(CALIBRATION, names, "quick" if quick else "full", arguments)
 
 
 DOCTOR = "doctor"  # the job's "experiment": the doctor's steps are several
+CALIBRATION = "calibration"  # the same for a calibration, whose progress is its log's probe count (not a record)
+OWN_PAGE = {DOCTOR: "machines", CALIBRATION: "machines"}  # the page that follows a job which is not an experiment's
+
+
+def _command_job(kind: str, names: list[str], preset: str, arguments: list[str]) -> dict:
+    """`python -m core ARGUMENTS` as a background job of `kind` (its "experiment") on the devices `names`."""
+    info = {"run_id": results.new_run_id(kind), "experiment": kind, "devices": names, "preset": preset,
+            "started": now(), "pid": None, "planned": 0, "record": None}
+    return _started(info, [sys.executable, "-m", "core", *arguments], versions.run_environment(None))
 
 
 def doctor_bundle() -> Path:
@@ -119,6 +136,8 @@ def current() -> dict | None:
         return None
     info = dict(info)
     record = progress(info.get("record"))
+    if info.get("experiment") == CALIBRATION:
+        record |= _probes_done(info["run_id"])
     info.update(record, total=record["total"] or info.get("planned") or 0, stopping=_stopping.get(info["run_id"]))
     return info
 
@@ -132,6 +151,18 @@ def progress(record_path: str | None) -> dict:
         return {"done": 0, "total": 0, "standins": 0, "standins_planned": None, "status": "no record", "ended": None}
     return {"done": len(record["rows"]), "total": record["planned_points"], "standins": len(record.get("standin", ())),
             "standins_planned": record.get("standins_planned"), "status": record["status"], "ended": record.get("ended")}
+
+
+PROBES = re.compile(r"\|\s*(\d+)/(\d+) \[")  # a calibration's progress bar in its log: "| 12/66 [00:40<..."
+
+
+def _probes_done(run_id: str) -> dict:
+    """A calibration's probes done and planned, from the last progress bar its log shows ({} before the first)."""
+    found = PROBES.findall(log_tail(run_id, 5))
+    if not found:
+        return {}
+    done, total = map(int, found[-1])
+    return {"done": done, "total": total, "status": "running"}
 
 
 def cancel() -> dict | None:

@@ -10,7 +10,7 @@ from tqdm import tqdm
 from core import devices, experiments, settings
 from core.commands.run import parse_overrides
 from core.measure import standin
-from core.model import costmodel, hardware
+from core.model import costmodel, hardware, profiles
 from core.params import ConfigError, clip
 from core.predict import ownmodel, predictions, uncertainty, writeups
 from core.present.tables import seconds_text
@@ -228,6 +228,9 @@ def _predict_model(args) -> int:
 
 def _measure_model(args, given: ownmodel.Input, targets: list):
     """--check: the model (a build of its own) timed on this machine's CPU, which must be among the targets."""
+    if profiles.load() is None:  # "this" is the nearest CPU standing in (hardware.nearest_cpu): nothing to check
+        raise ConfigError("--check", f"times your model here beside the prediction for this machine's own CPU: "
+                                     f"{profiles.missing_message()}")
     if not any(target.gpu is None and target.name == hardware.THIS for target in targets):
         raise ConfigError("--check", "times your model on this machine's CPU, beside the prediction for it: predict "
                                      "it there too (leave out --host, or add --on this)")

@@ -5,16 +5,17 @@ that no one publishes derived from Crossover's reference machines by core.model.
 and of the hardware each write-up ran on; and calibrated profiles (core.model.profiles): this machine's and every other machine's
 whose profile sits in the results folder.
 
-Names `resolve` takes, case-insensitive: "this" (this machine's CPU), "this:cuda:N", a calibrated machine's id and
-"<id>:cuda:N", a catalogue name or alias. A sized figure's value is {FLOPs per call: rate}, interpolated log-log; a
-keyed one's {operation: value}."""
+Names `resolve` takes, case-insensitive: "this" (this machine's CPU; without its profile, the nearest CPU stands in for
+it: `nearest_cpu`), "this:cuda:N", a calibrated machine's id and "<id>:cuda:N", a catalogue name or alias. A sized
+figure's value is {FLOPs per call: rate}, interpolated log-log; a keyed one's {operation: value}."""
 import json
 import re
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import jsonschema
 
@@ -24,6 +25,7 @@ from core.model import costmodel, profiles, reference_figures
 CATALOGUE_PATH = Path(__file__).with_name("hardware.json")
 SCHEMA_VERSION = 1
 THIS = "this"
+TYPICAL_CPU = "typical-cpu"  # the catalogue's CPU for one no other is nearer to (nearest_cpu)
 KINDS = ("cpu", "gpu")
 FIELDS = {
     "cpu": ("op_overhead_autograd", "op_overhead_nested", "op_overhead_nested_no_grad", "op_overhead_transformed",
@@ -470,11 +472,10 @@ def _calibrated(machine: str | None, device: str, what: str) -> Device:
     if machine is not None and not re.fullmatch(profiles.MACHINE_ID_PATTERN, machine):
         raise HardwareError(f"{what}: '{_clip(machine, 60)}' is no machine id; known: {_known_names()}")
     profile = _profile(machine)
+    if profile is None and machine is None and device == "cpu":
+        return _stand_in_for_this()
     if profile is None:
-        instead = (f", or drive the GPU with a catalogue CPU ({', '.join(f'--host {n}' for n in _catalogue_cpus())})"
-                   if what == "host" and machine is None else "")
-        raise HardwareError(f"{what}: {profiles.missing_message(None if machine is None else _clip(machine, 60))}"
-                            f"{instead}")
+        raise HardwareError(f"{what}: {profiles.missing_message(None if machine is None else _clip(machine, 60))}")
     return from_profile(profile, device)
 
 
@@ -514,6 +515,95 @@ def resolve(name: str, host: str = THIS) -> Target:
         device = replace(device, figures={field: figure for field, figure in device.figures.items()
                                           if field not in CALIBRATED_ONLY["gpu"]})
     return Target(driver, device)
+
+
+# This machine's CPU without a profile: the nearest CPU stands in for it.
+
+def nearest_cpu(fingerprint: dict = None, calibrated: dict[str, dict] = None) -> tuple[str, str]:
+    """The CPU nearest a machine's (this one's by default), as a name `resolve` takes and a short reason naming it,
+    among the calibrated machines' (`calibrated`: profiles by machine id; default, every profile in the results folder)
+    and the catalogue's: a calibrated machine with the same CPU model name first (the same design by the CPUs'
+    signatures before an unknown one, before another; then the closest count of logical cores, physical cores and
+    torch threads; a full calibration before a quick one, the latest first), then the catalogue's entry for that model,
+    else the catalogue's typical CPU."""
+    fp = fingerprint or devices.fingerprint()
+    model = _spelling(fp.get("cpu_model") or "")
+    found = profiles.all() if calibrated is None else calibrated
+    same = [profile for machine, profile in found.items() if machine != fp.get("machine_id")
+            and model and _spelling(profile["fingerprint"].get("cpu_model") or "") == model]
+    if same:
+        latest_first = sorted(same, key=lambda profile: profile["taken"], reverse=True)
+        best = min(latest_first, key=lambda profile: (*_nearness(fp, profile["fingerprint"]), profile["quick"]))
+        theirs = best["fingerprint"]
+        design = [", the same design,", "", None][_nearness(fp, theirs)[0]]
+        if design is None:
+            design = f" (another design: {re.sub(r'^vendor_id [^,]*, ', '', theirs['cpu_signature'])})"
+        return best["machine_id"], (f"{_calibrated_names(best, 'cpu')[1]}, a calibrated machine with the same CPU "
+                                    f"model{design} and {_cores_text(theirs, fp)}")
+    book = catalogue()
+    named = book.names.get(model) if model else None
+    if named and book.devices[named].kind == "cpu":
+        return named, f"{book.devices[named].title}, the catalogue's entry for the same CPU model"
+    whose = f"{settings.this_host()}'s" if fingerprint is None else "its"
+    return TYPICAL_CPU, (f"{book.devices[TYPICAL_CPU].title}, the catalogue's typical CPU: no calibrated machine and "
+                         f"no catalogue entry has {whose} CPU model ({_clip(fp.get('cpu_model') or 'unknown', 60)})")
+
+
+CORE_COUNTS = ("cpu_logical_cores", "cpu_physical_cores", "torch_threads")
+
+
+def _nearness(ours: dict, theirs: dict) -> tuple:
+    """How far another machine's fingerprint is from ours, smallest nearest: its design (0 the same signature, 1
+    unknown, 2 another), then the difference of each of CORE_COUNTS."""
+    mine, other = ours.get("cpu_signature"), theirs.get("cpu_signature")
+    design = 1 if not (mine and other) else 0 if mine == other else 2
+    return (design, *(abs((theirs.get(count) or 0) - (ours.get(count) or 0)) for count in CORE_COUNTS))
+
+
+def _cores_text(theirs: dict, ours: dict) -> str:
+    """'2 cores', '8 cores, 16 threads', with ours where they differ: '16 cores (this machine has 2)'."""
+    def text(fp: dict) -> str:
+        logical, physical = fp.get("cpu_logical_cores"), fp.get("cpu_physical_cores")
+        split = physical and logical and physical != logical
+        return f"{physical} cores, {logical} threads" if split else f"{logical} cores"
+    shown = text(theirs)
+    return shown if shown == text(ours) else f"{shown} ({settings.this_host()} has {text(ours).removesuffix(' cores')})"
+
+
+_LISTENERS: list[Callable[[str], None]] = []
+
+
+@contextmanager
+def telling_stand_ins(say: Callable[[str], None]):
+    """While inside, `say` hears stand_in_note once whenever the nearest CPU stands in for this machine's (the CLI prints
+    it to stderr)."""
+    told = set()
+
+    def once(note: str) -> None:
+        if note not in told:
+            told.add(note)
+            say(note)
+    _LISTENERS.append(once)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(once)
+
+
+def stand_in_note(reason: str) -> str:
+    """What to tell someone whose prediction needed this machine's CPU, which has no calibrated profile: whose figures
+    stand in for it (`reason`: nearest_cpu's), and how to calibrate it."""
+    host = settings.this_host()
+    return (f"{host} has no calibrated profile, so the figures of its CPU are another CPU's: the nearest one, {reason}. "
+            f"A prediction for {host}'s own CPU needs its calibration: run `python -m core calibrate` "
+            f"({profiles.CALIBRATION_TIME})")
+
+
+def _stand_in_for_this() -> Device:
+    name, reason = nearest_cpu()
+    for say in list(_LISTENERS):
+        say(stand_in_note(reason))
+    return device_named(name, what="host")
 
 
 def writeup_target(source: str) -> tuple[Target, str]:

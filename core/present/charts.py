@@ -704,8 +704,8 @@ def measured_and_predicted(data: pd.DataFrame, x: str, *, title: str, x_title: s
     """Seconds per unit (`per_unit_s`) against `x`: one line per `series` (its legend label) and `line`
     (the other swept parameters, told apart by the points' shape). A series with `predicted` true is
     drawn dotted with hollow points so that it can never pass for a measurement; the source legend says
-    so. Axes are logarithmic where the values span a decade or more. With `facet`, one panel per value of
-    that column."""
+    so; where its rows carry their likely range (fast_edge, slow_edge: the model's error) it is shaded. Axes are
+    logarithmic where the values span a decade or more. With `facet`, one panel per value of that column."""
     data = data[data[x].notna() & (data["per_unit_s"] > 0)]
     data = with_look(data.assign(source=data["predicted"].map({True: "predicted", False: "measured"})))
     measured_series = list(dict.fromkeys(data.loc[~data["predicted"], "series"]))
@@ -726,7 +726,17 @@ def measured_and_predicted(data: pd.DataFrame, x: str, *, title: str, x_title: s
     shape = alt.Shape("line:N", title="configuration", legend=alt.Legend(orient="bottom", columns=1, labelLimit=0)
                       if several else None)
     base = alt.Chart().encode(**encoding)
+    ranged = (data["predicted"] & data.get("fast_edge", pd.Series(1.0, data.index)).ne(1.0)).any()
+    if ranged:  # the likely range of each predicted time: its model error on such points
+        data = data.assign(likely_low_s=data["per_unit_s"] * data["fast_edge"],
+                           likely_high_s=data["per_unit_s"] * data["slow_edge"])
+    band = base.mark_area(opacity=0.12).encode(
+        y="likely_low_s:Q", y2="likely_high_s:Q",
+        tooltip=["series", alt.Tooltip("likely_low_s:Q", title="likely from (s per unit)", format=".3~g"),
+                 alt.Tooltip("likely_high_s:Q", title="likely to (s per unit)", format=".3~g")],
+    ).transform_filter("datum.source == 'predicted'")
     layers = alt.layer(
+        *([band] if ranged else []),
         base.mark_line().transform_filter("datum.source == 'measured'"),
         base.mark_line(strokeDash=[2, 2]).transform_filter("datum.source == 'predicted'"),
         base.mark_point(size=70, strokeWidth=2, opacity=1).encode(

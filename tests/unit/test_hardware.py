@@ -415,15 +415,14 @@ def test_a_profile_without_the_device_or_out_of_range_is_refused(results_dir):
 
 # Names.
 
-def test_this_machine_without_a_profile_is_told_to_calibrate(results_dir):
-    for name in ("this", "this:cuda:0"):
-        with pytest.raises(hardware.HardwareError, match="no calibrated profile for this machine: run `python -m core "
-                                                         "calibrate`"):
-            hardware.resolve(name)
-    with pytest.raises(hardware.HardwareError, match="host: no calibrated profile for this machine") as refused:
-        hardware.resolve("t4")
-    assert "or drive the GPU with a catalogue CPU (--host i9-12900kf, " in str(refused.value)
-    assert hardware.resolve("t4", host="typical-cpu").host.name == "typical-cpu"  # what it offers works
+def test_this_machine_without_a_profile_is_told_to_calibrate_and_its_cpu_has_a_stand_in(results_dir):
+    with pytest.raises(hardware.HardwareError, match="no calibrated profile for this machine: run `python -m core "
+                                                     "calibrate`"):
+        hardware.resolve("this:cuda:0")  # no GPU stands in for this machine's own
+    said = []
+    with hardware.telling_stand_ins(said.append):  # the nearest CPU stands in for its CPU (tests/unit/test_nearest_cpu.py)
+        assert hardware.resolve("t4").host.name == hardware.resolve("this").name == hardware.nearest_cpu()[0]
+    assert len(said) == 1 and "python -m core calibrate" in said[0]
 
 
 def test_each_name_form_resolves(this_profile):
