@@ -260,7 +260,8 @@ def python_costs(device: str, effort: Effort) -> dict:
             p.grad = torch.ones_like(p)
         optimizer = torch.optim.Adam(params, foreach=False)
         optimizer.step()
-        steps.append((census.of(optimizer.step, device).summary()["operations"], _seconds(optimizer.step, device, effort)))
+        steps.append((census.of(optimizer.step, device).summary(heap=False)["operations"],
+                      _seconds(optimizer.step, device, effort)))
     (few_ops, few_s), (many_ops, many_s) = steps
     per_op = _held(device, "optimizer_op_overhead", (many_s - few_s) / (many_ops - few_ops),
                    _seconds(lambda: torch.add(x, x), device, effort), why="at least an add's time")
@@ -534,7 +535,7 @@ def _elements_and_seconds(fn: Callable[[], object], device: str, effort: Effort,
 def _counted(fn: Callable[[], object], device: str) -> dict:
     """The census summary of a call of `fn` after a first one (whatever that first call sets up is not counted)."""
     fn()
-    return census.of(fn, device).summary()
+    return census.of(fn, device).summary(heap=False)
 
 
 def memory_bandwidth(device: str, effort: Effort) -> dict:

@@ -712,8 +712,10 @@ class Census(TorchDispatchMode):
                 "loader": {"batches": per_sample(batches, samples), "samples": per_sample(loaded, samples)},
                 "graph_replays": per_sample(replays, samples)}
 
-    def summary(self, samples: int | None = None) -> dict:
-        """The row's census: totals per sample (`samples` defaults to the samples counted), and `detail`."""
+    def summary(self, samples: int | None = None, heap: bool = True) -> dict:
+        """The row's census: totals per sample (`samples` defaults to the samples counted), and `detail`; `heap`:
+        with the objects a full collection walks (counting them takes tens of milliseconds once torch is imported;
+        the cost model reads them for a DataLoader's collections only)."""
         if samples is not None and (not isinstance(samples, int) or samples < 1):
             raise ValueError(f"samples: {samples!r} is not a whole number >= 1")
         samples = samples or self.samples
@@ -739,8 +741,7 @@ class Census(TorchDispatchMode):
             "top_by_count": [{"op": n, "count": per_sample(e["count"], samples)} for n, e in by_count],
             "top_by_flops": [{"op": n, "flops": per_sample(e["flops"], samples)} for n, e in by_flops[:TOP]],
             "samples": samples, "device": self.device, "flop_rule": FLOP_RULE,
-            "heap_objects": len(gc.get_objects()),  # what a full garbage collection walks in this process
-        } | self.detail(samples)
+        } | ({"heap_objects": len(gc.get_objects())} if heap else {}) | self.detail(samples)
 
 
 def _sum(rows, field: str) -> int:

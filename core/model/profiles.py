@@ -220,7 +220,7 @@ HUMAN_UNITS = {"s": (1e-6, "µs"), "s/op": (1e-6, "µs/op"), "s/call": (1e-6, "�
                "s/collection": (1e-3, "ms"), "s/field": (1e-6, "µs/field")}
 
 
-CALIBRATION_TIME = "four to five minutes"  # a full calibration on a 2-core CPU (the AMD EPYCs: 194-278 s)
+CALIBRATION_TIME = "under a minute"  # a full calibration on a 2-core CPU (this AMD EPYC VM: 42-57 s, the command whole)
 
 
 class ProfileError(ValueError):

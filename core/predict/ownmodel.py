@@ -136,7 +136,7 @@ def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dic
         # Adam takes its CUDA path on the GPU's stand-in, a recurrent layer the CPU's path on the CPU's
         with standin.playing_cuda() if on_gpu else standin.playing_cpu():
             call()  # lazy modules and the optimiser's state come to be on the first call
-            return census.of(call, devices.STAND_IN).summary()
+            return census.of(call, devices.STAND_IN).summary(heap=False)  # a model's call: no DataLoader
     except USERS_ERRORS as e:
         raise _failed(e, given, train) from None
 

@@ -216,7 +216,7 @@ def test_a_calibration_taken_on_a_busy_machine_says_so(quick_profile):
 def test_a_machine_without_a_profile_is_told_how_to_take_one(results_dir):
     assert profiles.load() is None and profiles.all() == {}
     assert profiles.missing_message() == ("no calibrated profile for this machine: run `python -m core calibrate` "
-                                          "(four to five minutes)")
+                                          "(under a minute)")
     assert "machine elsewhere-1: run `python -m core calibrate` on it" in profiles.missing_message("elsewhere-1")
 
 
