@@ -220,11 +220,13 @@ def chart_frame(compared: pd.DataFrame, measured: str, x: str, others: list[str]
     predicted `series` label): every predicted point, and under the same variant the measured CPU time it is
     set against (labelled `measured`), so that each variant's panel holds both."""
     cpu = compared[compared["cpu_s"].notna()].drop_duplicates(["variant", "point"])
-    data = pd.concat([cpu.assign(per_unit_s=cpu["cpu_s"], series=measured, predicted=False),
+    data = pd.concat([cpu.assign(per_unit_s=cpu["cpu_s"], series=measured, predicted=False,
+                                 **dict.fromkeys(analysis.EDGES, 1.0)),
                       compared.assign(per_unit_s=compared["gpu_s"], predicted=True)], ignore_index=True)
     data[x] = pd.to_numeric(data[x], errors="coerce")
+    edges = [edge for edge in analysis.EDGES if edge in data]  # a predicted series' likely range, where it has one
     return data.assign(line=line_text(data, others), point=data["point"].map(point_text))[
-        ["variant", "point", "line", "series", "predicted", "against", x, "per_unit_s", "unit"]].rename(
+        ["variant", "point", "line", "series", "predicted", "against", x, "per_unit_s", "unit", *edges]].rename(
         columns={"against": "CPU variant"})
 
 

@@ -66,7 +66,7 @@ def run(args) -> int:
     targets = [hardware.resolve(name, host=clip(args.host)) for name in names]
     if not args.on:
         targets.append(hardware.writeup_target(exp.source)[0])
-    found, censuses = [], standin.Censuses(standin.entry)
+    found, censuses, bands = [], standin.Censuses(standin.entry), uncertainty.load()
     for target in targets:
         points = predictions.plan(exp, config, target)
         with tqdm(total=len(points), desc=f"census for {target.title}", unit="point", disable=None,
@@ -76,7 +76,7 @@ def run(args) -> int:
         if args.json:
             found += [p.to_dict(target) for p in predicted]
         else:  # each target's lines as soon as they are known: a census of many points takes a while
-            _print_predicted(f"{exp.name} ({preset})", target, predicted, config["variants"])
+            _print_predicted(f"{exp.name} ({preset})", target, predicted, config["variants"], bands)
     if args.json:
         print(json.dumps(found, indent=1))
     return 0
@@ -88,13 +88,14 @@ PREDICT_JOBS = {"--on list": (), "--accuracy": (), "--writeups": (), "--model": 
 
 
 def _print_predicted(what: str, target: hardware.Target, predicted: list[predictions.Predicted],
-                     variants: list[str]) -> None:
+                     variants: list[str], bands: list[uncertainty.Band]) -> None:
     print(f"{what} predicted on {target.title}:")
     if not predicted:
         print(f"  no point of this configuration runs on it (its variants: {', '.join(variants)})", flush=True)
+    kind = "cpu" if target.gpu is None else "cuda"
     for p in predicted:
-        print(f"  {p.point.variant} {results.point_text(p.point.params)}".rstrip() + f": {_prediction_text(p)}",
-              flush=True)
+        print(f"  {p.point.variant} {results.point_text(p.point.params)}".rstrip()
+              + f": {_prediction_text(p, kind, bands)}", flush=True)
 
 
 def _predict_job(args) -> str:
@@ -201,11 +202,17 @@ def _print_catalogue(as_json: bool) -> int:
     return 0
 
 
-def _prediction_text(p: predictions.Predicted) -> str:
+def _prediction_text(p: predictions.Predicted, kind: str, bands: list[uncertainty.Band]) -> str:
+    """'1.2 ms per step (likely 0.9 ms to 2.1 ms, host-bound: host 80%, ...)': the range from the error band of the
+    target's kind and the prediction's regime, where one was saved."""
     if p.prediction is None:
         return f"no prediction: {p.error}"
+    seconds = p.prediction.seconds
     unit = f" per {p.unit if p.per_call == 1 else results.call_text(p.unit, p.per_call)}" if p.unit else ""
-    return f"{seconds_text(p.prediction.seconds)}{unit} ({costmodel.shares_text(p.prediction.parts, p.prediction.seconds)})"
+    regime = predictions.bound(predictions.host_share(p.prediction))
+    band = uncertainty.band_for(bands, kind, regime)
+    likely = "likely {} to {}, ".format(*map(seconds_text, band.range(seconds))) if band else ""
+    return f"{seconds_text(seconds)}{unit} ({likely}{regime}: {costmodel.shares_text(p.prediction.parts, seconds)})"
 
 
 def _predict_model(args) -> int:

@@ -354,7 +354,9 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
         parts = costmodel.shares_text(entry["parts"], entry["predicted_s"])
         likely = (f", likely {seconds_text(entry['likely_s'][0])} to {seconds_text(entry['likely_s'][1])}"
                   if entry.get("likely_s") else ", no measured error to range it")
-        line = f"  {entry['hardware']}: {seconds_text(entry['predicted_s'])} ({entry['regime']}{likely}; {parts})"
+        idle = f"; the GPU idle {entry['gpu_idle_s'] / entry['predicted_s']:.0%} of it" if entry.get("gpu_idle_s") else ""
+        line = (f"  {entry['hardware']}: {seconds_text(entry['predicted_s'])} ({entry['regime']}{likely}; "
+                f"{parts}{idle})")
         if "speedup" in entry:
             line += f"; {uncertainty.speedup_text(entry['speedup'])}"
         if "measured_s" in entry:

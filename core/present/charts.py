@@ -726,10 +726,10 @@ def measured_and_predicted(data: pd.DataFrame, x: str, *, title: str, x_title: s
     shape = alt.Shape("line:N", title="configuration", legend=alt.Legend(orient="bottom", columns=1, labelLimit=0)
                       if several else None)
     base = alt.Chart().encode(**encoding)
-    ranged = (data["predicted"] & data.get("fast_edge", pd.Series(1.0, data.index)).ne(1.0)).any()
+    fast, slow = (data.get(edge, pd.Series(1.0, data.index)).fillna(1.0) for edge in ("fast_edge", "slow_edge"))
+    ranged = (data["predicted"] & fast.ne(1.0)).any()
     if ranged:  # the likely range of each predicted time: its model error on such points
-        data = data.assign(likely_low_s=data["per_unit_s"] * data["fast_edge"],
-                           likely_high_s=data["per_unit_s"] * data["slow_edge"])
+        data = data.assign(likely_low_s=data["per_unit_s"] * fast, likely_high_s=data["per_unit_s"] * slow)
     band = base.mark_area(opacity=0.12).encode(
         y="likely_low_s:Q", y2="likely_high_s:Q",
         tooltip=["series", alt.Tooltip("likely_low_s:Q", title="likely from (s per unit)", format=".3~g"),

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from core import devices, settings
-from core.predict import ownmodel
+from core.predict import ownmodel, uncertainty
 from core.model import profiles
 from core.measure import standin
 from core.measure.kernels import cpu_rnn
@@ -183,6 +183,25 @@ def test_your_own_model_is_predicted_with_its_crossover(capsys, calibrated, mode
     # the report gives the same time in its own unit (a long one in s, where 8.92e+03 ms was printed)
     assert main(["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this"]) == 0
     assert f"this machine's CPU: {tables.seconds_text(cpu['predicted_s'])} (" in capsys.readouterr().out
+
+
+def test_your_own_model_s_times_carry_the_model_s_error_and_a_gpu_its_speedup_verdict(capsys, calibrated, model_file):
+    argv = ["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this", "--on", "t4"]
+    assert main(argv) == 0  # no saved error bands in the test's results folder: no range, no verdict either way
+    out = capsys.readouterr().out
+    assert "no measured error to range it" in out and "too close to call by the model's error" in out
+    # predicted 0.5 to 2 times what such points measured, on either kind of device
+    uncertainty.save([uncertainty.Band(kind, "any", 0.5, 2.0, 10) for kind in ("cpu", "cuda")])
+    assert main([*argv, "--json"]) == 0
+    cpu, gpu = json.loads(capsys.readouterr().out)
+    assert cpu["likely_s"] == [pytest.approx(cpu["predicted_s"] / 2), pytest.approx(cpu["predicted_s"] * 2)]
+    speedup = cpu["predicted_s"] / gpu["predicted_s"]  # its range: a quarter of it to four times it
+    assert gpu["speedup"]["speedup"] == pytest.approx(speedup)
+    assert (gpu["speedup"]["low"], gpu["speedup"]["high"]) == (pytest.approx(speedup / 4), pytest.approx(speedup * 4))
+    assert gpu["speedup"]["verdict"] == (uncertainty.HELPS if speedup > 4 else uncertainty.DOES_NOT if speedup < 0.25
+                                         else uncertainty.TOO_CLOSE)
+    assert main(argv) == 0
+    assert f"{gpu['speedup']['verdict']}: " in capsys.readouterr().out
 
 
 def test_your_own_attention_is_priced_on_the_host_s_flash_attention_blocks_or_said_to_be_estimated(capsys, calibrated,
