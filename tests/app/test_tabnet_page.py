@@ -26,5 +26,7 @@ def test_page_with_a_cpu_run_shows_charts_tables_and_asks_for_a_gpu():
     assert not at.exception
     assert at.get("vega_lite_chart")
     assert verdict_table(at).count("**needs a GPU to tell**") == 2
-    assert len(at.dataframe) == 2  # the final losses and every point; the GPU speedups wait for a GPU run
+    # the final losses, every point, and the GPU predicted for it (this machine uncalibrated: the nearest CPU drives
+    # it, and the page says so); the measured GPU speedups wait for a GPU run
+    assert len(at.dataframe) == 3 and any("the CPU nearest its own stands in for it" in i.value for i in at.info)
     assert any(c.value.startswith("Waiting for a run on a GPU") for c in at.caption)
