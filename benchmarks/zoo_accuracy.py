@@ -68,8 +68,9 @@ def report(frame: pd.DataFrame) -> str:
     for machine_id, part in frame.groupby("machine_id"):
         done = part[part["error"].isna()]
         ours = " (this machine)" if machine_id == here else ""
-        lines.append(f"{machine_id}{ours}: zoo, {predictions.summary_text(predictions.error_summary(done))}, "
-                     f"{predictions.error_summary(done)['too_fast']:.0%} predicted too fast")
+        found = predictions.error_summary(done)
+        lines.append(f"{machine_id}{ours}: zoo, {predictions.summary_text(found)}, {found['too_fast']:.0%} predicted "
+                     f"too fast")
         lines.append(f"  by regime ({predictions.bounds_text()}): {predictions.bound_text(done)}")
         ranged = done[done["likely_low_s"].notna()]
         inside = ranged["measured_s"].between(ranged["likely_low_s"], ranged["likely_high_s"])

@@ -211,7 +211,7 @@ def _prediction_text(p: predictions.Predicted, kind: str, bands: list[uncertaint
     unit = f" per {p.unit if p.per_call == 1 else results.call_text(p.unit, p.per_call)}" if p.unit else ""
     regime = predictions.bound(predictions.host_share(p.prediction))
     band = uncertainty.band_for(bands, kind, regime)
-    likely = "likely {} to {}, ".format(*map(seconds_text, band.range(seconds))) if band else ""
+    likely = f"{uncertainty.range_text(band.range(seconds))}, " if band else ""
     return f"{seconds_text(seconds)}{unit} ({likely}{regime}: {costmodel.shares_text(p.prediction.parts, seconds)})"
 
 

@@ -274,11 +274,11 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
         prediction = costmodel.predict(census_at(given.shape[0], target.gpu is not None), target)
         regime = predictions.bound(predictions.host_share(prediction))
         return prediction, regime, uncertainty.band_for(bands, "cpu" if target.gpu is None else "cuda", regime)
+    made = [predicted(target) for target in targets]
     if cpu is not None:
-        cpu_prediction, _, cpu_band = predicted(cpu)
-    for target in targets:
+        cpu_prediction, _, cpu_band = made[targets.index(cpu)]
+    for target, (prediction, regime, band) in zip(targets, made):
         on_gpu = target.gpu is not None
-        prediction, regime, band = predicted(target)
         entry = {"device": target.name, "hardware": target.title, "variant": "training step" if train else "forward",
                  "params": {"input": given.text}, "predicted_s": prediction.seconds,
                  "likely_s": list(band.range(prediction.seconds)) if band else None, "regime": regime,
@@ -352,8 +352,7 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
     lines = [f"{clip(spec)}: {what} on input {found[0]['params']['input']}, {how}:"]
     for entry in found:
         parts = costmodel.shares_text(entry["parts"], entry["predicted_s"])
-        likely = (f", likely {seconds_text(entry['likely_s'][0])} to {seconds_text(entry['likely_s'][1])}"
-                  if entry.get("likely_s") else ", no measured error to range it")
+        likely = ", " + uncertainty.range_text(entry.get("likely_s"))
         idle = f"; the GPU idle {entry['gpu_idle_s'] / entry['predicted_s']:.0%} of it" if entry.get("gpu_idle_s") else ""
         line = (f"  {entry['hardware']}: {seconds_text(entry['predicted_s'])} ({entry['regime']}{likely}; "
                 f"{parts}{idle})")

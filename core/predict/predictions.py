@@ -452,9 +452,9 @@ def summary(frame: pd.DataFrame) -> dict:
     """Points, the median ratio, the worst (farthest from 1 either way) and the share within WITHIN."""
     if frame.empty:
         return {"points": 0, "median_ratio": None, "worst_ratio": None, "share_within": None}
-    off = off_by(frame["ratio"])
-    return {"points": len(frame), "median_ratio": float(frame["ratio"].median()),
-            "worst_ratio": float(frame["ratio"][off.idxmax()]), "share_within": float(frame["within"].mean())}
+    found = error_summary(frame)
+    return {"points": found["points"], "median_ratio": found["median_ratio"], "worst_ratio": found["worst_ratio"],
+            "share_within": float(frame["within"].mean())}
 
 
 def accuracy_text(frame: pd.DataFrame, device_kind: str = "cpu") -> str:

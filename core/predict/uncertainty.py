@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from core import devices, settings, versions
+from core.present.tables import seconds_text
 from core.store import files, results
 
 BAND = (0.1, 0.9)  # the quantiles of predicted / measured a range spans: four checked points in five fall inside
@@ -54,6 +55,11 @@ def band_for(found: list[Band], kind: str, regime: str) -> Band | None:
     """The band of a kind and regime, else the kind's over every regime, else None."""
     by_key = {(b.kind, b.regime): b for b in found}
     return by_key.get((kind, regime)) or by_key.get((kind, "any"))
+
+
+def range_text(likely: tuple[float, float] | None) -> str:
+    """'likely 0.9 ms to 2.1 ms' for a predicted time's range (Band.range), or what says it has none."""
+    return "likely {} to {}".format(*map(seconds_text, likely)) if likely else "no measured error to range it"
 
 
 def edges(band: Band | None) -> tuple[float, float]:
