@@ -32,8 +32,13 @@ SORT_ROWS = "sort_row_element_seconds"
 # calibrate's largest element-wise probe that runs in cache (SMALL_ELEMENTWISE): 12 MB of float32 operands; its larger
 # probe streams from memory and faults its pages in
 IN_CACHE_ELEMENTS = 2**20
+# glibc's largest mmap threshold on 64-bit Linux: a CPU tensor past it is mapped afresh at every allocation, and each of
+# its pages faults in on its first write (one below it is reused from the heap once the threshold has grown to it)
+MMAP_THRESHOLD = 32 * 2**20
 # A host's figures for its DataLoader's full garbage collections: all or none (they come from one probe)
 COLLECTION_FIGURES = (UNCOLLECTED, COLLECTIONS, COLLECTION_SECONDS, HEAP)
+ELEMENT_SIZES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2,
+                 "int8": 1, "uint8": 1, "bool": 1}
 GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm": 1}  # where a GEMM's two matrices start
 # The host's grid of GEMM times each GEMM is priced by: addmm is what nn.Linear issues (its weight read transposed)
 GEMM_GRID = {"aten.mm": "gemm_seconds", "aten.bmm": "gemm_seconds", "aten.addmm": "linear_seconds",
@@ -344,7 +349,46 @@ def _host_work(op: dict, host) -> float:
     bandwidth). A catalogue CPU's figures are large working sets' (its element-wise rate is its memory bandwidth
     over 12 bytes): the larger of the two, as on a GPU."""
     in_cache, streamed = _in_cache_seconds(op, host), _bytes_seconds(op, host)
-    return in_cache + streamed if host.origin == "calibrated" else max(in_cache, streamed)
+    if host.origin != "calibrated":
+        return max(in_cache, streamed)
+    faults = fault_seconds_per_byte(host)
+    return in_cache + streamed + (_written_bytes(op) * faults if faults else 0.0)
+
+
+def _written_bytes(op: dict) -> float:
+    """The bytes of the new tensor an operation writes, where the census tells them and it is past MMAP_THRESHOLD (0
+    otherwise, and for an in-place operation, which writes over a tensor it has): a GEMM's M x N, a per-element
+    operation's elements (its FLOPs), at its first operand's element size."""
+    if op["op"].endswith("_"):
+        return 0.0
+    if op["op"] in GEMM_LEFT_OPERAND:
+        left, right = _gemm_operands(op, GEMM_LEFT_OPERAND[op["op"]])
+        elements = math.prod(left[:-1]) * right[-1]
+    else:
+        elements = 0.0 if op["formula"] else op["flops"]
+    written = elements * _element_size(op)
+    return written if written > MMAP_THRESHOLD else 0.0
+
+
+def _element_size(op: dict) -> int:
+    dtypes = op.get("dtypes") or ["float32"]
+    return ELEMENT_SIZES.get(dtypes[0], 4)
+
+
+def fault_seconds_per_byte(host) -> float:
+    """What a CPU pays per byte to fault in a freshly mapped tensor's pages, from its element-wise probe: its largest
+    add (64 MiB a tensor in a full calibration) writes a new tensor past MMAP_THRESHOLD each call, so its seconds per
+    element beyond the in-cache rate and the 12 bytes streamed are the faults of 4 bytes; 0 where that probe stayed
+    under the threshold (a quick calibration's) or the host is not calibrated."""
+    figure = host.figures.get("elementwise_rate")
+    if host.origin != "calibrated" or not getattr(figure, "sized", False):
+        return 0.0
+    largest = figure.value[-1][0]
+    if 4 * largest <= MMAP_THRESHOLD:
+        return 0.0
+    streamed = 12 / host.value("memory_bandwidth")
+    beyond = 1 / figure.value[-1][1] - 1 / host.value("elementwise_rate", flops=min(largest, IN_CACHE_ELEMENTS)) - streamed
+    return max(beyond, 0.0) / 4
 
 
 def _in_cache_seconds(op: dict, host) -> float:

@@ -791,3 +791,34 @@ def test_a_convolution_beyond_the_largest_probe_adds_its_further_flops_at_the_ma
     conv = op("aten.convolution", where="cpu", formula=True, flops=1e10)
     found = predict(census([conv], [stretch([(0, 1)])], device="cpu"), Target(slow_products, None, "test"))
     assert found.parts["compute"] == pytest.approx(1e10 / 1e11)
+
+
+def _real_cpu(elementwise_rate) -> hardware.Target:
+    """A calibrated CPU of CPU_FIGURES as core.model.hardware holds one: its element-wise rate sized."""
+    figures = {name: hardware.Figure(value, "test", False, "") for name, value in CPU_FIGURES.items()}
+    figures["elementwise_rate"] = hardware.Figure(elementwise_rate, "test", False, "")
+    return hardware.Target(hardware.Device("test-cpu", "test CPU", "cpu", "calibrated", figures))
+
+
+# The element-wise probe: 1e9 elements/s in cache (2**20 elements); its largest add, 2**24 elements (64 MiB a tensor,
+# past the 32 MiB threshold), at 2.5e8/s: 4 ns an element, of which 1 ns in cache and 12 B / 1e10 B/s = 1.2 ns
+# streamed, so 1.8 ns faulting 4 bytes in: 0.45 ns a byte.
+FAULTING = ((2.0**20, 1e9), (2.0**24, 2.5e8))
+
+
+def test_a_new_tensor_past_the_mmap_threshold_faults_its_pages_in_at_the_hosts_rate():
+    # 2**24 elements written (64 MiB, new): 2**24 x 1 ns in cache + 1.2e8 B / 1e10 + 2**26 B x 0.45 ns
+    big = op("aten.mul", where="cpu", flops=2**24, bytes=1.2e8, dtypes=["float32", "float32"])
+    found = predict(census([big], [stretch([(0, 1)])], device="cpu"), _real_cpu(FAULTING))
+    assert_parts(found, parts(host=5 * US, compute=2**24 * 1e-9 + 1.2e-2 + 2**26 * 0.45e-9))
+    # in place (mul_), or 8 MiB (under the threshold): no faults
+    for small in (big | {"op": "aten.mul_"}, big | {"flops": 2**21, "bytes": 1.5e7}):
+        found = predict(census([small], [stretch([(0, 1)])], device="cpu"), _real_cpu(FAULTING))
+        assert found.parts["compute"] == pytest.approx(small["flops"] * 1e-9 + small["bytes"] / 1e10)
+
+
+def test_a_host_whose_largest_element_wise_probe_stayed_under_the_threshold_prices_no_faults():
+    # a quick calibration's largest add: 2**20 elements (4 MiB)
+    big = op("aten.mul", where="cpu", flops=2**24, bytes=1.2e8)
+    found = predict(census([big], [stretch([(0, 1)])], device="cpu"), _real_cpu(((2.0**12, 2e9), (2.0**20, 1e9))))
+    assert found.parts["compute"] == pytest.approx(2**24 * 1e-9 + 1.2e-2)
