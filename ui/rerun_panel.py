@@ -184,6 +184,8 @@ def progress_text(job: dict) -> str:
         took = f", {profiles.CALIBRATION_TIME} in all" if job["preset"] == "full" else ""
         return (f"calibrating {', '.join(job['devices'])} ({job['preset']}{took}): {where}; "
                 f"started {when(job['started'])}")
+    if job["experiment"] == jobs.MODEL_CHECK:
+        return f"timing your model on this machine's CPU (a few seconds after Python's imports); started {when(job['started'])}"
     if total and done >= total and job["status"] == "running":
         planned = f" of {job['standins_planned']}" if job.get("standins_planned") else ""
         where = f"all {total} points measured, now the GPU stand-in censuses ({job.get('standins', 0)}{planned} taken)"

@@ -23,7 +23,8 @@ def navigation():
     experiment_pages = [st.Page(page_file(e.name), title=e.title, url_path=e.name)
                         for e in experiments.registry().values() if page_file(e.name).exists()]
     page = st.navigation({
-        "Crossover": [st.Page(PAGES / "overview.py", title="Overview", default=True)],
+        "Crossover": [st.Page(PAGES / "overview.py", title="Overview", default=True),
+                      st.Page(PAGES / "your_model.py", title="Your model", url_path="your_model")],
         "Experiments": experiment_pages,
         "Results": [st.Page(PAGES / "machines.py", title="Machines", url_path="machines"),
                     st.Page(PAGES / "compare.py", title="Side by side", url_path="compare"),

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from core import devices, experiments, settings, versions
-from core.store import results, runlock
+from core.store import files, results, runlock
 from core.store.results import now
 from core.store.runlock import LOCK_FD_ENV
 
@@ -58,9 +58,23 @@ def start_calibration(quick: bool = False) -> dict:
     return _command_job(CALIBRATION, names, "quick" if quick else "full", arguments)
 
 
+def start_model_check(source: str, input_text: str, train: bool, out: Path) -> dict:
+    """A model the app wrote (`source`, a file defining build(), from a description of the Your model page: nothing a
+    reader typed) timed on this machine's CPU beside its prediction, `python -m core predict --model ... --check`, as a
+    background job under the run lock; its report is written to `out` (JSON), the file beside it."""
+    settings.require_writable("timing your model")
+    model = out.with_suffix(".py")
+    files.make_folder(model.parent)
+    model.write_text(source)
+    arguments = ["predict", "--model", f"{model}:build", "--input", input_text, "--on", "this", "--check",
+                 "--out", str(out), *(["--train"] if train else [])]
+    return _command_job(MODEL_CHECK, ["cpu"], "check", arguments)
+
+
 DOCTOR = "doctor"  # the job's "experiment": the doctor's steps are several
 CALIBRATION = "calibration"  # the same for a calibration, whose progress is its log's probe count (not a record)
-OWN_PAGE = {DOCTOR: "machines", CALIBRATION: "machines"}  # the page that follows a job which is not an experiment's
+MODEL_CHECK = "your model"  # the same for a model timed from the Your model page
+OWN_PAGE = {DOCTOR: "machines", CALIBRATION: "machines", MODEL_CHECK: "your_model"}  # a job's page, not an experiment's
 
 
 def _command_job(kind: str, names: list[str], preset: str, arguments: list[str]) -> dict:

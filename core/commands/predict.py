@@ -11,10 +11,10 @@ from core import devices, experiments, settings
 from core.commands.run import parse_overrides
 from core.measure import standin
 from core.model import costmodel, hardware, profiles
-from core.params import ConfigError, clip
+from core.params import ConfigError, clip, file_path
 from core.predict import ownmodel, predictions, uncertainty, writeups
 from core.present.tables import seconds_text
-from core.store import results
+from core.store import files, results
 
 
 def register(sub) -> None:
@@ -37,6 +37,8 @@ def register(sub) -> None:
     parser.add_argument("--check", action="store_true",
                         help="with --model: also time it on this machine's CPU (torch.utils.benchmark) and print the "
                              "measurement beside the prediction for it")
+    parser.add_argument("--out", metavar="FILE.json", help="with --model: also write the report (as --json prints it) "
+                                                           "to this file")
     parser.add_argument("--accuracy", action="store_true",
                         help="the model checked against every measured point of every calibrated machine")
     parser.add_argument("--writeups", action="store_true",
@@ -84,7 +86,7 @@ def run(args) -> int:
 
 # predict's jobs besides an experiment's points, each with the options it takes besides --json
 PREDICT_JOBS = {"--on list": (), "--accuracy": (), "--writeups": (), "--model": ("--on", "--host", "--input", "--train",
-                                                                                 "--check")}
+                                                                                 "--check", "--out")}
 
 
 def _print_predicted(what: str, target: hardware.Target, predicted: list[predictions.Predicted],
@@ -108,7 +110,8 @@ def _predict_job(args) -> str:
         raise ConfigError(jobs[1], f"{jobs[0]} and {jobs[1]} are two jobs: give one of them")
     given = {"experiment": args.experiment is not None, "--set": bool(args.set), "--preset": args.preset is not None,
              "--on": bool(args.on) and not (listing and len(args.on) == 1), "--host": args.host != hardware.THIS,
-             "--input": args.input is not None, "--train": args.train, "--check": args.check}
+             "--input": args.input is not None, "--train": args.train, "--check": args.check,
+             "--out": args.out is not None}
     job = jobs[0] if jobs else "experiment"
     takes = PREDICT_JOBS.get(job, ("experiment", "--set", "--preset", "--on", "--host"))
     stray = next((option for option, present in given.items() if present and option not in takes), None)
@@ -230,6 +233,9 @@ def _predict_model(args) -> int:
         report = ownmodel.beside(report, measured, hardware.THIS)
     print(json.dumps(report, indent=1) if args.json else
           ownmodel.report_text(report, args.model, args.train, compiled=ownmodel.eager(model)[1]))
+    if args.out:
+        files.write_atomic(file_path(args.out, "--out"), {"model": args.model, "input": given.text, "train": args.train,
+                                                         "report": report})
     return 0
 
 

@@ -198,7 +198,11 @@ def _schema(source_ids: list[str]) -> dict:
                                                                                      "additionalProperties": figure},
                             "peak": {"type": "object", "required": ["source"], "additionalProperties": False,
                                      "properties": {"memory_bandwidth": positive, "matmul_flops": positive,
-                                                    "source": {"enum": source_ids}}}},
+                                                    "source": {"enum": source_ids},
+                                                    # float16 tensor cores' (core.model.whatifs), with its own source
+                                                    "matmul_flops_half": positive,
+                                                    "half_source": {"enum": source_ids}},
+                                     "dependentRequired": {"matmul_flops_half": ["half_source"]}}},
              "allOf": per_kind}
     source = {"type": "object", "required": ["title"], "additionalProperties": False,
               "properties": {"title": text, "url": {"type": "string", "pattern": "^https://"}, "where": text},
@@ -301,7 +305,7 @@ def _catalogue_device(entry: dict, sources: dict) -> Device:
     figures = {field: Figure(_value(field, spec["value"]), spec.get("source"), spec["assumption"], spec["note"],
                              _citation(sources, spec.get("source")))
                for field, spec in entry["figures"].items()}
-    peak = {name: value for name, value in entry.get("peak", {}).items() if name != "source"}
+    peak = {name: value for name, value in entry.get("peak", {}).items() if not name.endswith("source")}
     return Device(entry["name"], entry["title"], entry["kind"], "catalogue", figures, peak=peak)
 
 

@@ -700,12 +700,13 @@ PREDICTED_COLOURS = ["#7f7f7f", "#e45756", "#b279a2", "#f58518", "#9d755d", "#ee
 
 
 def measured_and_predicted(data: pd.DataFrame, x: str, *, title: str, x_title: str, y_title: str,
-                           facet: str = None, tooltip: list[str] = ()) -> alt.TopLevelMixin:
+                           facet: str = None, tooltip: list[str] = (), marks: tuple = ()) -> alt.TopLevelMixin:
     """Seconds per unit (`per_unit_s`) against `x`: one line per `series` (its legend label) and `line`
     (the other swept parameters, told apart by the points' shape). A series with `predicted` true is
     drawn dotted with hollow points so that it can never pass for a measurement; the source legend says
     so; where its rows carry their likely range (fast_edge, slow_edge: the model's error) it is shaded. Axes are
-    logarithmic where the values span a decade or more. With `facet`, one panel per value of that column."""
+    logarithmic where the values span a decade or more. With `facet`, one panel per value of that column; `marks`,
+    charts of their own data drawn over the lines (rules at a crossover, say)."""
     data = data[data[x].notna() & (data["per_unit_s"] > 0)]
     data = with_look(data.assign(source=data["predicted"].map({True: "predicted", False: "measured"})))
     measured_series = list(dict.fromkeys(data.loc[~data["predicted"], "series"]))
@@ -741,7 +742,7 @@ def measured_and_predicted(data: pd.DataFrame, x: str, *, title: str, x_title: s
         base.mark_line(strokeDash=[2, 2]).transform_filter("datum.source == 'predicted'"),
         base.mark_point(size=70, strokeWidth=2, opacity=1).encode(
             shape=shape, **fill_where_filled(colour), **look_encoding(data["look"], orient="top")),
-        data=data)
+        *marks, data=data)
     if facet:  # two panels a row, sized to sit side by side in the page's column
         return layers.properties(width=330, height=240).facet(
             facet=alt.Facet(f"{facet}:N", title=None), columns=2).properties(title=title)
