@@ -108,10 +108,13 @@ def _gpu_answers(answer: yourmodel.Answer) -> None:
 def _crossover(swept: pd.DataFrame, answer: yourmodel.Answer, described: families.Description) -> None:
     st.subheader("Where a GPU starts to win")
     crossing, fitting = yourmodel.crossovers(swept), yourmodel.largest_fitting(swept)
-    marks = [{"batch": batch, "hardware": title, "what": f"{title.split(' driven')[0]} overtakes"}
+    marks = [{"batch": batch, "hardware": title, "what": f"{_short(title)} overtakes"}
              for title, batch in crossing.items() if batch]
-    marks += [{"batch": batch, "hardware": title, "what": f"{title.split(' driven')[0]}'s memory ends"}
+    marks += [{"batch": batch, "hardware": title, "what": f"{_short(title)}'s memory ends"}
               for title, batch in fitting.items() if batch and batch < swept["batch"].max()]
+    marks = [{"batch": batch, "hardware": ", ".join(m["hardware"] for m in marks if m["batch"] == batch),
+              "what": "; ".join(m["what"] for m in marks if m["batch"] == batch)}
+             for batch in dict.fromkeys(m["batch"] for m in marks)]  # one rule a batch, its labels joined
     timed = yourmodel.measured(described)
     measured = pd.DataFrame([{"batch": described.batch, "hardware": "this machine's CPU",
                               "per_sample_s": timed["measured_s"] / described.batch}] if timed else [],
@@ -126,7 +129,14 @@ def _crossover(swept: pd.DataFrame, answer: yourmodel.Answer, described: familie
                        fitting[title] < swept['batch'].max() else "."))
     st.caption("Where the lines cross is where the predicted times are equal; the shaded ranges say how far either "
                "may be off, so a crossing inside overlapping ranges is too close to call. Batches that do not fit a "
-               "GPU's memory are left out of its line.")
+               "GPU's memory are left out of its line: what one call needs at the least (the weights, with their "
+               "gradients and Adam's moments when training, or the largest tensor an operation takes); the "
+               "activations a training step keeps for its backward come on top.")
+
+
+def _short(title: str) -> str:
+    """A GPU target's title without its host: 'T4'."""
+    return title.split(" driven")[0]
 
 
 def _where_it_goes(answer: yourmodel.Answer) -> None:
@@ -136,13 +146,13 @@ def _where_it_goes(answer: yourmodel.Answer) -> None:
     st.altair_chart(model_charts.gpu_parts(pd.DataFrame(rows), title="One call's predicted parts"), width="stretch")
     st.caption("Host: Python and each operation's dispatch; launches: the CUDA launch calls; compute and copies: the "
                "GPU's work; sync: waiting for the GPU. " + " ".join(
-                   f"{found.hardware.split(' driven')[0]} idles {found.gpu_idle / found.seconds:.0%} of the call."
+                   f"{_short(found.hardware)} idles {found.gpu_idle / found.seconds:.0%} of the call."
                    for found in answer.gpus))
 
 
 def _what_ifs(fixes: dict[str, list[yourmodel.WhatIf]]) -> None:
     st.subheader("What the fixes would change")
-    title = st.selectbox("GPU", list(fixes), format_func=lambda t: t.split(" driven")[0], key="ym-whatif-gpu")
+    title = st.selectbox("GPU", list(fixes), format_func=_short, key="ym-whatif-gpu")
     found = fixes[title]
     rows = [{"fix": w.name, "per_sample_us": w.timed.per_sample * 1e6,
              "low_us": w.timed.likely[0] / w.timed.batch * 1e6 if w.timed.likely else None,
@@ -151,6 +161,8 @@ def _what_ifs(fixes: dict[str, list[yourmodel.WhatIf]]) -> None:
     st.altair_chart(model_charts.what_ifs(pd.DataFrame(rows), title=f"Per sample on {title} (predicted)"),
                     width="stretch")
     st.markdown(yourmodel.what_matters(found))
+    st.caption("Each bar is predicted; its line is the range the model's measured error on such steps gives it (where "
+               "the model has predicted such steps too fast, the range lies beyond the bar).")
     with st.expander("How each fix is modelled"):
         st.dataframe(pd.DataFrame([{"fix": w.name, "per sample (predicted)": seconds_text(w.timed.per_sample)
                                     if w.timed else "not predicted", "how it is modelled": w.how, "why not": w.why}

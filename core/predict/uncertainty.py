@@ -85,9 +85,14 @@ def speedup(cpu: tuple[float, Band | None], gpu: tuple[float, Band | None]) -> d
 def speedup_text(found: dict) -> str:
     """'a GPU helps: 3.1x faster (likely 1.6-5.0x)' or 'too close to call: 1.2x (likely 0.6-2.3x)'."""
     if found["low"] is None:
-        return f"{TOO_CLOSE} by the model's error: {found['speedup']:.2g}x predicted, and no measured error to range it"
-    return (f"{found['verdict']}: {found['speedup']:.2g}x predicted (likely {found['low']:.2g}-{found['high']:.2g}x, "
-            f"the model's {BAND[0]:.0%}-{BAND[1]:.0%} error on such points)")
+        return f"{TOO_CLOSE} by the model's error: {_times(found['speedup'])}x predicted, and no measured error to range it"
+    return (f"{found['verdict']}: {_times(found['speedup'])}x predicted (likely {_times(found['low'])}-"
+            f"{_times(found['high'])}x, the model's {BAND[0]:.0%}-{BAND[1]:.0%} error on such points)")
+
+
+def _times(ratio: float) -> str:
+    """A speedup in two significant figures, a whole number from 100 on (150, never 1.5e+02)."""
+    return f"{ratio:.2g}" if ratio < 100 else f"{ratio:,.0f}"
 
 
 # -- the stored bands -------------------------------------------------------------------------------------------

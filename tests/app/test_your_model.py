@@ -1,0 +1,122 @@
+"""The Your model page: each family described by the form answers; values out of bounds are refused by name and range;
+the URL holds the form; a read-only server predicts but offers no timing; and the file it offers, run through
+`python -m core predict --model`, gives the page's predicted times."""
+import copy
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import settings
+from core.commands import cli
+from core.model import hardware, profiles
+from core.predict import families, yourmodel
+from core.present.tables import seconds_text
+
+PAGE = "pages/your_model.py"
+TIME_IT = "Time it on this machine's CPU"
+
+
+def catalogue_cpu() -> str:
+    return next(row["name"] for row in hardware.listing() if row["kind"] == "cpu" and row["origin"] == "catalogue")
+
+
+def opened(query: dict) -> AppTest:
+    at = AppTest.from_file(str(settings.APP_ROOT / PAGE), default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def charts(at: AppTest) -> list[str]:
+    return [chart.proto.spec for chart in at.get("vega_lite_chart")]
+
+
+def said(at: AppTest) -> str:
+    return " ".join(e.value for kind in ("markdown", "info", "success", "warning", "caption") for e in getattr(at, kind))
+
+
+@pytest.mark.parametrize("family", list(families.FAMILIES))
+def test_each_family_builds_and_renders_an_answer(family):
+    at = opened({"family": family, "mode": "training", "batch": "8", "gpus": "t4"})
+    assert not at.exception
+    assert "The answer" in [h.value for h in at.header]
+    text = said(at)
+    assert f"({families.summary(families.describe(family, {'batch': 8, 'mode': 'training'}))['parameters']:,} " \
+           f"parameters" in text
+    assert "T4 driven by" in text and ("a GPU helps" in text or "does not help" in text or "too close to call" in text)
+    drawn = charts(at)
+    assert len(drawn) == 3  # the crossover, the GPU's parts, the what-ifs
+    assert all('"strokeDash"' in spec for spec in drawn)  # each draws its predicted marks dashed or dotted
+    what_ifs = json.dumps([w.name for w in yourmodel.what_ifs(families.describe(family, {"batch": 8, "mode": "training"}),
+                                                              hardware.resolve("t4")) if w.timed])
+    assert all(name in drawn[2] for name in json.loads(what_ifs))
+
+
+def test_a_value_out_of_bounds_is_refused_by_name_and_range():
+    at = opened({"family": "mlp"})
+    at.number_input(key="ym-mlp-depth").set_value(0).run()
+    assert not at.exception
+    assert any("depth: 0 is not allowed: depth must be a whole number from 1 to 16" in e.value for e in at.error)
+    assert "The answer" not in [h.value for h in at.header]  # nothing predicted from a bad description
+    at.number_input(key="ym-batch").set_value(70_000)
+    at.number_input(key="ym-mlp-depth").set_value(2).run()
+    assert any("batch: 70000 is not allowed: batch size must be a whole number from 1 to 65,536" in e.value
+               for e in at.error)
+
+
+def test_a_link_with_a_bad_value_says_which_and_falls_back_to_the_defaults():
+    at = opened({"family": "transformer", "heads": "5"})
+    assert not at.exception
+    warned = " ".join(w.value for w in at.warning)
+    assert "heads: 5 does not divide d_model 64" in warned and "the defaults stand in" in warned
+    assert at.selectbox(key="ym-family").value == families.DEFAULT_FAMILY
+
+
+def test_the_url_round_trips_the_form():
+    host = catalogue_cpu()
+    query = {"family": "recurrent", "mode": "training", "batch": "16", "cell": "GRU", "layers": "2", "hidden": "32",
+             "sequence_length": "20", "in_features": "8", "out_features": "3", "host": host, "gpus": "t4,l4"}
+    at = opened(query)
+    assert not at.exception
+    assert at.selectbox(key="ym-family").value == "recurrent"
+    assert at.selectbox(key="ym-recurrent-cell").value == "GRU"
+    assert at.number_input(key="ym-recurrent-hidden").value == 32
+    assert at.selectbox(key="ym-host").value == host
+    assert at.multiselect(key="ym-gpus").value == ["t4", "l4"]
+    assert {k: v[-1] if isinstance(v, list) else v for k, v in at.query_params.items()} == query
+    at.number_input(key="ym-recurrent-hidden").set_value(48).run()
+    assert at.query_params["hidden"] in ("48", ["48"])
+    assert families.from_query({k: v[-1] if isinstance(v, list) else v
+                                for k, v in at.query_params.items()}).values["hidden"] == 48
+
+
+def test_a_read_only_server_predicts_but_offers_no_timing(monkeypatch, quick_profile):
+    profiles.save(copy.deepcopy(quick_profile))  # calibrated: the button would be offered where writable
+    writable = opened({"family": "mlp", "gpus": "t4"})
+    assert TIME_IT in [b.label for b in writable.button]
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    at = opened({"family": "mlp", "gpus": "t4"})
+    assert not at.exception
+    assert len(charts(at)) == 3
+    assert TIME_IT not in [b.label for b in at.button]
+
+
+def test_the_file_offered_gives_the_page_s_predicted_times_through_the_cli(tmp_path, capsys):
+    host = catalogue_cpu()
+    described = families.describe("conv1d", {"mode": "training", "batch": 32, "length": 64})
+    at = opened(families.to_query(described) | {"host": host, "gpus": "t4"})
+    assert not at.exception
+    model = tmp_path / "your_model.py"
+    model.write_text(families.source(described))  # what the page's download button offers
+    argv = ["predict", "--model", f"{model}:build", "--input", families.input_of(described).text, "--train",
+            "--host", host, "--on", host, "--on", "t4", "--json"]
+    assert cli.main(argv) == 0
+    by_device = {entry["device"]: entry["predicted_s"] for entry in json.loads(capsys.readouterr().out)}
+    answer = yourmodel.answer(described, hardware.resolve(host), [hardware.resolve("t4", host=host)])
+    assert by_device[host] == pytest.approx(answer.cpu.seconds, rel=1e-12)
+    assert by_device["t4"] == pytest.approx(answer.gpus[0].seconds, rel=1e-12)
+    shown = said(at) + " ".join(str(m.value) for m in at.metric)
+    table = at.dataframe[0].value
+    assert seconds_text(answer.cpu.seconds) in shown
+    assert table["per call"].tolist() == [seconds_text(answer.gpus[0].seconds)]

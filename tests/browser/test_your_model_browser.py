@@ -1,0 +1,68 @@
+"""The Your model page in headless Chromium: its crossover chart and its what-if bars draw, and what they draw as
+predicted looks predicted (dotted lines and hollow, dashed bars, never a solid line or a filled bar)."""
+import os
+import shutil
+
+import pytest
+
+from core import settings
+from core.predict import uncertainty
+
+from tests.browser.test_served_app import CHROMIUM, WAIT_MS, streamlit_server, sync_api
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)"),
+]
+MODELS = {  # a reader's three first tries: an MLP on tabular rows, a small CNN, a GRU
+    "mlp": "family=mlp&mode=training&batch=256&in_features=30&gpus=t4",
+    "cnn": "family=conv2d&mode=training&batch=32&image_size=28&in_channels=1&gpus=t4,h100-sxm",
+    "gru": "family=recurrent&cell=GRU&mode=inference&batch=64&sequence_length=50&gpus=t4",
+}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """The app over a results folder holding only the shipped error bands (the ranges the page shades)."""
+    folder = tmp_path_factory.mktemp("results")
+    for shipped in (settings.APP_ROOT / "results").glob(f"*/predictions/{uncertainty.FILE_NAME}"):
+        kept = folder / shipped.relative_to(settings.APP_ROOT / "results")
+        kept.parent.mkdir(parents=True)
+        shutil.copy(shipped, kept)
+    env = os.environ | {settings.RESULTS_ENV: str(folder)}
+    with streamlit_server(env) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield chromium.new_page(viewport={"width": 1400, "height": 1000})
+        chromium.close()
+
+
+def _chart(page, title: str):
+    chart = page.locator(".vega-embed svg").filter(has_text=title).first
+    chart.wait_for(timeout=WAIT_MS)
+    return chart
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_the_crossover_and_the_what_ifs_draw_predicted_marks_as_predicted(app, browser, model, tmp_path):
+    browser.goto(f"{app}/your_model?{MODELS[model]}")
+    crossover = _chart(browser, "Time per sample against batch size")
+    lines = crossover.locator("path[aria-roledescription='line mark']")
+    assert lines.count() >= 2  # the CPU and at least one GPU
+    for i in range(lines.count()):  # every line is a prediction here: dotted
+        assert lines.nth(i).get_attribute("stroke-dasharray") == "2,2"
+    assert crossover.locator("path[aria-roledescription='area mark']").count() >= 2  # each line's likely range
+    bars = _chart(browser, "Per sample on").locator("path[aria-roledescription='bar']")
+    assert bars.count() >= 5  # eager and the fixes predicted on this GPU
+    for i in range(bars.count()):
+        bar = bars.nth(i)
+        assert bar.get_attribute("stroke-dasharray") == "4,3"
+        assert float(bar.get_attribute("fill-opacity")) < 0.5
+    assert browser.locator("[data-testid='stException']").count() == 0
+    browser.screenshot(path=os.environ.get("CROSSOVER_SCREENSHOT_DIR", str(tmp_path)) + f"/your_model_{model}.png",
+                       full_page=True)
