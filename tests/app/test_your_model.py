@@ -8,10 +8,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import settings
-from core.commands import cli
+from core.commands import cli, jobs
 from core.model import hardware, profiles
 from core.predict import families, yourmodel
 from core.present.tables import seconds_text
+from tests.helpers import wait_for
 
 PAGE = "pages/your_model.py"
 TIME_IT = "Time it on this machine's CPU"
@@ -120,3 +121,41 @@ def test_the_file_offered_gives_the_page_s_predicted_times_through_the_cli(tmp_p
     table = at.dataframe[0].value
     assert seconds_text(answer.cpu.seconds) in shown
     assert table["per call"].tolist() == [seconds_text(answer.gpus[0].seconds)]
+
+
+def test_predict_model_out_writes_the_report_it_prints(tmp_path, capsys):
+    described = families.describe("mlp", {"batch": 4})
+    model, out = tmp_path / "m.py", tmp_path / "report.json"
+    model.write_text(families.source(described))
+    assert cli.main(["predict", "--model", f"{model}:build", "--input", "4x16", "--on", "t4", "--json",
+                     "--out", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    assert saved["report"] == json.loads(capsys.readouterr().out)
+    assert (saved["model"], saved["input"], saved["train"]) == (f"{model}:build", "4x16", False)
+
+
+def test_timing_is_refused_on_a_read_only_server(monkeypatch):
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    described = families.describe("mlp", {})
+    with pytest.raises(settings.ReadOnlyError):
+        jobs.start_model_check(families.source(described), "64x16", False, yourmodel.check_path(described))
+    assert not yourmodel.check_path(described).parent.exists()
+
+
+@pytest.mark.full
+def test_the_measure_button_times_the_model_in_the_background_and_the_page_shows_it(quick_profile):
+    profiles.save(copy.deepcopy(quick_profile))
+    query = {"family": "mlp", "batch": "32", "gpus": "t4"}
+    at = opened(query)
+    next(b for b in at.button if b.label == TIME_IT).click().run()
+    assert jobs.current()["experiment"] == jobs.MODEL_CHECK
+    assert "Timing your model now" in said(at)
+    wait_for(lambda: jobs.current() is None, timeout=300)
+    described = families.from_query(query)
+    timed = yourmodel.measured(described)
+    assert timed is not None and timed["measured_s"] > 0 and timed["threads"] >= 1
+    at = opened(query)
+    assert f"**Measured on this machine's CPU**: {seconds_text(timed['measured_s'])} a call" in said(at)
+    assert "Time it again on this machine's CPU" in [b.label for b in at.button]
+    measured_series = [spec for spec in charts(at) if "this machine's CPU (measured)" in spec]
+    assert measured_series  # drawn on the crossover chart as measured, beside the predictions
