@@ -1,11 +1,11 @@
 import os
 import sys
 
-from core import experiments, versions
 from core.commands.cli import main
-from core.params import ConfigError
 
 if sys.argv[1:2] == ["run"] and len(sys.argv) > 2:
+    from core import experiments, versions
+    from core.params import ConfigError
     try:
         threshold = experiments.get(sys.argv[2]).malloc_mmap_threshold
     except ConfigError:  # an unknown experiment: main() says so

@@ -2,6 +2,8 @@
 from core.params import file_path
 from core.report import bundles
 
+ERRORS = (bundles.BundleError,)
+
 
 def register(sub) -> None:
     parser = sub.add_parser("export", help="write records (and their machines' calibrated profiles) into one bundle "

@@ -5,6 +5,8 @@ import sys
 from core.params import file_path
 from core.report import bundles
 
+ERRORS = (bundles.BundleError,)
+
 
 def register(sub) -> None:
     parser = sub.add_parser("import", help="check each bundle's every record and merge it into the results folder")

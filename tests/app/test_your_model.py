@@ -76,8 +76,8 @@ def test_a_link_with_a_bad_value_says_which_and_falls_back_to_the_defaults():
 
 def test_the_url_round_trips_the_form():
     host = catalogue_cpu()
-    query = {"family": "recurrent", "mode": "training", "batch": "16", "cell": "GRU", "layers": "2", "hidden": "32",
-             "sequence_length": "20", "in_features": "8", "out_features": "3", "host": host, "gpus": "t4,l4"}
+    query = {"family": "recurrent", "mode": "inference", "batch": "16", "cell": "GRU", "layers": "1", "hidden": "32",
+             "sequence_length": "4", "in_features": "8", "out_features": "3", "host": host, "gpus": "t4,l4"}
     at = opened(query)
     assert not at.exception
     assert at.selectbox(key="ym-family").value == "recurrent"
