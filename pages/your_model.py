@@ -55,7 +55,7 @@ def _cpu_answer(found: yourmodel.Timed, described: families.Description) -> None
     timed = yourmodel.measured(described)
     if timed:
         ratio = timed["predicted_s"] / timed["measured_s"]
-        st.markdown(f"**Measured on this machine's CPU**: {seconds_text(timed['measured_s'])} a call (median of "
+        st.markdown(f"**Measured on {settings.this_host()}'s CPU**: {seconds_text(timed['measured_s'])} a call (median of "
                     f"{timed['measured_blocks']} blocks of {timed['calls_per_block']} calls, IQR "
                     f"{seconds_text(timed['measured_iqr_s'])}, {timed['threads']} threads"
                     f"{'; noisy' if timed['measured_noisy'] else ''}): predicted / measured {ratio:.2f}.")
@@ -116,7 +116,7 @@ def _crossover(swept: pd.DataFrame, answer: yourmodel.Answer, described: familie
               "what": "; ".join(m["what"] for m in marks if m["batch"] == batch)}
              for batch in dict.fromkeys(m["batch"] for m in marks)]  # one rule a batch, its labels joined
     timed = yourmodel.measured(described)
-    measured = pd.DataFrame([{"batch": described.batch, "hardware": "this machine's CPU",
+    measured = pd.DataFrame([{"batch": described.batch, "hardware": f"{settings.this_host()}'s CPU",
                               "per_sample_s": timed["measured_s"] / described.batch}] if timed else [],
                             columns=["batch", "hardware", "per_sample_s"])
     st.altair_chart(model_charts.crossover(swept, pd.DataFrame(marks, columns=["batch", "hardware", "what"]), measured,

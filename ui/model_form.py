@@ -2,6 +2,7 @@
 GPUs and the GPUs to compare, kept in the page's URL so that a link reproduces the same model and answer."""
 import streamlit as st
 
+from core import settings
 from core.model import hardware
 from core.params import ConfigError
 from core.predict import families
@@ -19,7 +20,7 @@ def _key(name: str, family: str | None = None) -> str:
 
 def host_choices() -> dict[str, str]:
     """The CPUs that can drive the GPUs: this machine's (or the CPU standing in for it), then the catalogue's."""
-    cpus = {hardware.THIS: "this machine's CPU"}
+    cpus = {hardware.THIS: f"{settings.this_host()}'s CPU"}
     cpus |= {row["name"]: row["title"] for row in hardware.listing() if row["kind"] == "cpu" and
              row["origin"] == "catalogue"}
     return cpus

@@ -2,8 +2,8 @@
 step's census (taken on the GPU's stand-in, core.predict.ownmodel.take), and mixed precision of the GPU's figures too.
 Each is a model of the fix, named as such, never a measurement:
 
-- a CUDA graph: the step captured once and replayed: its kernels run as one replay's nodes, with no dispatch or
-  launch of their own; the Python around them (module calls, the optimiser's loop) and the operations that launch
+- a CUDA graph: the step captured once and replayed: its kernels run as one replay's nodes (one replay between two
+  syncs, which no graph can hold), with no dispatch or launch of their own; the Python around them (module calls, the optimiser's loop) and the operations that launch
   nothing do not run; the input's copy into the graph's static input stays.
 - torch.compile's fusion (Crossover's model of Inductor): every pointwise operation (PyTorch's own `pointwise` tag:
   activations, adds, scales) folds into a neighbouring kernel, with no dispatch, launch or memory round trip of its
@@ -38,12 +38,9 @@ def as_graph(census: dict) -> dict:
     for op in ops:
         if op["kernel"] and not op["copy"] and op["phase"] in ("step", "optimizer"):
             op["phase"] = "graph"
-    replayed = False
     for stretch in found["stretches"]:
         stretch["ops"] = [[i, calls] for i, calls in stretch["ops"] if _kept_in_graph(ops[i])]
-        if any(ops[i]["phase"] == "graph" for i, _ in stretch["ops"]):
-            stretch["graph_replays"] = 0 if replayed else 1
-            replayed = True
+        stretch["graph_replays"] = int(any(ops[i]["phase"] == "graph" for i, _ in stretch["ops"]))
         stretch.update(module_calls=0, module_classes={}, optimizer_steps=0)
     return found
 
@@ -118,21 +115,20 @@ def _summed(a: dict, b: dict) -> dict:
 
 
 def half_precision(census: dict) -> dict:
-    """The step under torch.autocast(float16): each GEMM and convolution moves half its bytes, after two casts of
-    its operands (each writing its operand in float16 after reading it in float32: 6 bytes an element)."""
+    """The step under torch.autocast(float16): each GEMM and convolution moves half its bytes, after a cast of each of
+    its two operands (an operation of its own, dispatched and launched, reading its operand in float32 and writing it
+    in float16: 6 bytes an element)."""
     found = copy.deepcopy(census)
     ops, casts = found["ops"], {}
     for i, op in enumerate(list(ops)):
         if op["kernel"] and op["formula"] and op["phase"] == "step":
             op["bytes"] /= 2
             at = costmodel.GEMM_LEFT_OPERAND.get(op["op"], 0)  # the two operands (after addmm's bias)
-            operands = op["shapes"][at:at + 2]
-            elements = sum(math.prod(shape) for shape in operands)
-            casts[i] = len(ops)
-            ops.append({**op, "op": CAST, "formula": False, "flops": elements, "bytes": 6 * elements,
-                        "kernels": 2, "shapes": operands, "dtypes": ["float32"] * 2})
+            casts[i] = [len(ops) + k for k in range(2)]
+            ops += [{**op, "op": CAST, "formula": False, "flops": math.prod(shape), "bytes": 6 * math.prod(shape),
+                     "kernels": 1, "shapes": [shape], "dtypes": ["float32"]} for shape in op["shapes"][at:at + 2]]
     for stretch in found["stretches"]:
-        stretch["ops"] += [[casts[i], calls] for i, calls in stretch["ops"] if i in casts]
+        stretch["ops"] += [[cast, calls] for i, calls in stretch["ops"] if i in casts for cast in casts[i]]
     return found
 
 

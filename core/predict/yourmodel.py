@@ -141,7 +141,8 @@ def crossovers(swept: pd.DataFrame) -> dict[str, int | None]:
     so at every larger batch that fits (None: never)."""
     cpu = swept[swept["kind"] == "cpu"].set_index("batch")["per_sample_s"]
     found = {}
-    for title, part in swept[(swept["kind"] == "gpu") & swept["fits"]].groupby("hardware", sort=False):
+    for title, part in swept[swept["kind"] == "gpu"].groupby("hardware", sort=False):
+        part = part[part["fits"]]
         faster = (part.set_index("batch")["per_sample_s"] < cpu.reindex(part["batch"]).to_numpy())
         wins = faster[::-1].cummin()[::-1]  # faster here and at every larger batch
         found[title] = int(wins[wins].index.min()) if wins.any() else None
@@ -242,5 +243,7 @@ def measured(description: families.Description) -> dict | None:
     try:
         report = json.loads(files.read_regular_file(check_path(description))[0])["report"]
     except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(report, list):
         return None
     return next((entry for entry in report if isinstance(entry, dict) and "measured_s" in entry), None)

@@ -13,7 +13,7 @@ from tests.browser import test_served_app as served
 pytestmark = served.pytestmark
 serve, page = served.serve, served.page  # the served app and the browser, as test_served_app has them
 
-PAGES = ["", *experiments.registry(), "machines", "compare", "predictions"]  # "" is the overview
+PAGES = ["", "your_model", *experiments.registry(), "machines", "compare", "predictions"]  # "" is the overview
 RERUN_HEADING = re.compile(r"rerun|run it again", re.IGNORECASE)
 
 

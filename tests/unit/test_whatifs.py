@@ -47,12 +47,12 @@ def test_a_graph_s_host_side_is_the_replay_s_fixed_cost_and_the_copy_s_dispatch(
     assert found.seconds == pytest.approx(938 * US)
 
 
-def test_only_the_first_stretch_holding_graph_nodes_carries_the_replay():
-    # a sync (an .item()) cutting the step in two: both halves' kernels are graph nodes, one replay
+def test_each_stretch_holding_graph_nodes_is_a_replay_of_its_own():
+    # a sync (an .item()) cutting the step in two: no graph holds a sync, so each half is a graph replayed
     item = op("aten._local_scalar_dense", kernel=False, launches=False, sync=True)
     two = census([op(flops=1), item, op(flops=2)], [stretch([(0, 1), (1, 1)], sync=True), stretch([(2, 1)])])
     found = whatifs.as_graph(two)
-    assert [s["graph_replays"] for s in found["stretches"]] == [1, 0]
+    assert [s["graph_replays"] for s in found["stretches"]] == [1, 1]
     assert [s["ops"] for s in found["stretches"]] == [[[0, 1], [1, 1]], [[2, 1]]]  # the sync is kept: it reads
 
 
@@ -139,15 +139,17 @@ def test_half_precision_halves_a_gemm_s_bytes_and_adds_its_operands_casts():
     assert given == before
     ops = found["ops"]
     assert [o["bytes"] for o in ops[:3]] == [1856, 4096, 1792]  # the GEMMs' halved, the ReLU's not
-    assert len(ops) == 5
-    # addmm's casts: 16 x 8 + 8 x 32 = 384 elements, 6 bytes each (read as float32, written as float16): 2,304;
-    # mm's: 32 x 16 + 16 x 8 = 640 elements, 3,840 bytes
-    for cast, shapes, elements in ((ops[3], [[16, 8], [8, 32]], 384), (ops[4], [[32, 16], [16, 8]], 640)):
+    assert len(ops) == 7
+    # a cast per operand, 6 bytes an element (read as float32, written as float16): addmm's 16 x 8 = 128 elements
+    # (768 bytes) and 8 x 32 = 256 (1,536); mm's 32 x 16 = 512 (3,072) and 16 x 8 = 128 (768)
+    for cast, shape, elements in ((ops[3], [16, 8], 128), (ops[4], [8, 32], 256), (ops[5], [32, 16], 512),
+                                  (ops[6], [16, 8], 128)):
         assert (cast["op"], cast["kernels"], cast["formula"], cast["kernel"], cast["phase"]) == (
-            "aten._to_copy", 2, False, True, "step")
+            "aten._to_copy", 1, False, True, "step")
         assert (cast["shapes"], cast["flops"], cast["bytes"], cast["dtypes"]) == (
-            shapes, elements, 6 * elements, ["float32", "float32"])
-    assert found["stretches"][0]["ops"] == [[0, 3], [1, 3], [2, 1], [3, 3], [4, 1]]  # as often as each GEMM
+            [shape], elements, 6 * elements, ["float32"])
+    # each cast as often as its GEMM
+    assert found["stretches"][0]["ops"] == [[0, 3], [1, 3], [2, 1], [3, 3], [4, 3], [5, 1], [6, 1]]
 
 
 def test_half_gpu_scales_the_gemm_and_convolution_rates_by_the_float16_peak():

@@ -122,8 +122,9 @@ def test_a_gpu_crosses_over_where_it_is_faster_from_there_on():
     swept = frame(CPU, steady=gpu_points(2, 2, 2, 0.5, 0.5),  # faster from 64 on
                   fickle=gpu_points(2, 2, 0.5, 2, 0.5),  # faster at 16, slower at 64, faster again at 256
                   never=gpu_points(2, 2, 2, 2, 1.0),  # a tie at 256 is not faster
-                  full=gpu_points(2, 2, 0.5, 0.5, 3, fits=(True, True, True, True, False)))  # 256 does not fit
-    assert yourmodel.crossovers(swept) == {"steady": 64, "fickle": 256, "never": None, "full": 16}
+                  full=gpu_points(2, 2, 0.5, 0.5, 3, fits=(True, True, True, True, False)),  # 256 does not fit
+                  nowhere=gpu_points(0.5, 0.5, 0.5, 0.5, 0.5, fits=(False,) * 5))  # faster, but never fits
+    assert yourmodel.crossovers(swept) == {"steady": 64, "fickle": 256, "never": None, "full": 16, "nowhere": None}
 
 
 def test_the_largest_fitting_batch_of_each_gpu():
@@ -249,10 +250,6 @@ def test_a_report_that_cannot_be_read_is_no_measurement():
     assert yourmodel.measured(described) is None
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="measured() only guards reading the file and its 'report' key: a report that is null (or a "
-                          "number) raises TypeError while its entries are iterated, outside the try, instead of "
-                          "giving None as its docstring says for a report that cannot be read")
 def test_a_report_that_is_not_a_list_is_no_measurement():
     described = mlp(10)
     write_report(described, None)
