@@ -12,7 +12,6 @@ from dataclasses import dataclass, fields, replace
 from functools import lru_cache, partial
 
 import numpy as np
-from scipy.interpolate import RegularGridInterpolator
 
 from core.model import conv_probes
 from core.measure.kernels import cpu_attention
@@ -532,6 +531,7 @@ def gemm_grid(field: str, figure: tuple[tuple[str, float], ...]):
     times = {tuple(int(size) for size in shape.split("x")): seconds for shape, seconds in figure}
     axes = _grid_axes(figure)
     cube = np.array([[[times[m, k, n] for n in axes[2]] for k in axes[1]] for m in axes[0]])
+    from scipy.interpolate import RegularGridInterpolator  # imported here: 0.7 s of every command's start otherwise
     curve = RegularGridInterpolator([np.log(axis) for axis in axes], np.log(np.maximum(cube, TINY_SECONDS)))
     depths = axes[1]
 
