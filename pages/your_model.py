@@ -22,7 +22,7 @@ st.markdown("Describe a small model: Crossover builds it from `torch.nn` (nothin
 
 @st.cache_data(show_spinner="Taking the censuses (on PyTorch's meta device: nothing is computed)…", max_entries=32)
 def _answered(described: families.Description, host: str, gpus: tuple[str, ...]):
-    cpu = hardware.resolve(host)
+    cpu = hardware.resolve(hardware.THIS)  # the CPU the reader has; the GPUs' host is theirs to pick
     targets = [hardware.resolve(name, host=host) for name in gpus]
     return (yourmodel.answer(described, cpu, targets), yourmodel.sweep(described, cpu, targets),
             {target.title: yourmodel.what_ifs(described, target) for target in targets})
@@ -177,7 +177,7 @@ _the_model(described)
 st.header("The answer")
 host, gpus = model_form.targets()
 model_form.keep_in_url(described, host, gpus)
-if stand_in := predicted.stand_in_text() if host == hardware.THIS else "":
+if stand_in := predicted.stand_in_text():
     st.info(stand_in)
 answer, swept, fixes = _answered(described, host, tuple(gpus))
 _cpu_answer(answer.cpu, described)

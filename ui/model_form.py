@@ -95,8 +95,9 @@ def targets() -> tuple[str, list[str]]:
     """The CPU that drives the GPUs and the GPUs picked (catalogue names)."""
     hosts, gpus = host_choices(), gpu_choices()
     st.session_state.setdefault(_key(HOST), hardware.THIS)
-    host = st.selectbox("CPU driving the GPUs (and compared with them)", list(hosts), key=_key(HOST),
-                        format_func=hosts.get)
+    host = st.selectbox("CPU driving the GPUs", list(hosts), key=_key(HOST), format_func=hosts.get,
+                        help=f"The host of the GPU box you are thinking of; each GPU is compared with "
+                             f"{settings.this_host()}'s CPU")
     default = [name for name in (predicted.chosen_gpu(), "h100-sxm") if name in gpus]
     st.session_state.setdefault(_key(GPUS), list(dict.fromkeys(default)))
     picked = st.multiselect("GPUs to compare", list(gpus), key=_key(GPUS), format_func=gpus.get,

@@ -282,6 +282,7 @@ def _conv_seconds(op: dict, device) -> float:
     probes' forward and backward (conv_backward_share), its forward's part (a forward call) or its backward's (a
     backward call, in proportion to the gradients it computes) of the forward and backward its forward FLOPs make,
     at _conv_rate, and at least the smallest probe's (a fixed part: oneDNN's)."""
+    op = _gradients_counted(op)
     weight = _conv_weight(op)
     found = _backward_share(op, weight, device)
     if found is None:  # a GPU, a host that did not time it, a convolution of a rank it did not
@@ -292,6 +293,15 @@ def _conv_seconds(op: dict, device) -> float:
     if op["op"] == "aten.convolution":
         return whole * (1 - share)
     return whole * share * op["flops"] / (2 * forward)
+
+
+def _gradients_counted(op: dict) -> dict:
+    """A convolution_backward with its FLOPs at most its two gradients' (each its forward's FLOPs): the census's count
+    comes from torch.utils.flop_counter, whose formula for it leaves out the groups (a depthwise convolution's
+    gradients counted as a dense one's, 32 times over for 32 channels)."""
+    if op["op"] != "aten.convolution_backward" or len(op.get("shapes") or []) < 3:
+        return op
+    return op | {"flops": min(op["flops"], 2 * conv_probes.backward_forward_flops(op["shapes"]))}
 
 
 def _backward_share(op: dict, weight: list[int] | None, device) -> tuple[float, float, float] | None:

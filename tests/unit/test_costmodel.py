@@ -822,3 +822,16 @@ def test_a_host_whose_largest_element_wise_probe_stayed_under_the_threshold_pric
     big = op("aten.mul", where="cpu", flops=2**24, bytes=1.2e8)
     found = predict(census([big], [stretch([(0, 1)])], device="cpu"), _real_cpu(((2.0**12, 2e9), (2.0**20, 1e9))))
     assert found.parts["compute"] == pytest.approx(2**24 * 1e-9 + 1.2e-2)
+
+
+def test_a_grouped_convolution_s_backward_costs_at_most_its_two_gradients_whatever_the_census_counted():
+    # A depthwise Conv1d (32 channels, groups 32, kernel 3) on 8 x 32 x 256: its forward 2 x 8 x 32 x 256 x 1 x 3 =
+    # 393,216 FLOPs; torch.utils.flop_counter counts its backward as a dense convolution's, 32 x 2 x 393,216. Its two
+    # gradients cost its forward's FLOPs each: 786,432 FLOPs at conv_flops (5e10), and the census's count where less.
+    weight, inputs = [32, 1, 3], [8, 32, 256]
+    counted = conv_call("aten.convolution_backward", weight, 32 * 2 * 393216, inputs=inputs)
+    found = predict(census([counted], [stretch([(0, 1)])], device="cpu"), cpu())
+    assert found.parts["compute"] == pytest.approx(2 * 393216 / 5e10)
+    weight_only = counted | {"flops": 393216}  # a first layer's backward: no input gradient
+    found = predict(census([weight_only], [stretch([(0, 1)])], device="cpu"), cpu())
+    assert found.parts["compute"] == pytest.approx(393216 / 5e10)
