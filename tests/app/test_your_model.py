@@ -113,11 +113,11 @@ def test_the_file_offered_gives_the_page_s_predicted_times_through_the_cli(tmp_p
     argv = ["predict", "--model", f"{model}:build", "--input", families.input_of(described).text, "--train",
             "--host", host, "--on", "this", "--on", "t4", "--json"]  # this machine's CPU, and a T4 driven by `host`
     assert cli.main(argv) == 0
-    by_device = {entry["device"]: entry["predicted_s"] for entry in json.loads(capsys.readouterr().out)}
+    by_hardware = {entry["hardware"]: entry["predicted_s"] for entry in json.loads(capsys.readouterr().out)}
     answer = yourmodel.answer(described, hardware.resolve("this"), [hardware.resolve("t4", host=host)])
     assert answer.gpus[0].hardware.endswith(f"driven by {hardware.resolve(host).title}")
-    assert by_device["this"] == pytest.approx(answer.cpu.seconds, rel=1e-12)
-    assert by_device["t4"] == pytest.approx(answer.gpus[0].seconds, rel=1e-12)
+    assert by_hardware[answer.cpu.hardware] == pytest.approx(answer.cpu.seconds, rel=1e-12)
+    assert by_hardware[answer.gpus[0].hardware] == pytest.approx(answer.gpus[0].seconds, rel=1e-12)
     shown = said(at) + " ".join(str(m.value) for m in at.metric)
     table = at.dataframe[0].value
     assert seconds_text(answer.cpu.seconds) in shown
