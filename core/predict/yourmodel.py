@@ -17,7 +17,7 @@ from core.model import costmodel, hardware, whatifs
 from core.predict import families, ownmodel, predictions, uncertainty
 from core.store import files
 
-SWEEP = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536)  # the crossover chart's batch sizes
+SWEEP = ownmodel.SWEEP  # the crossover chart's batch sizes: the CLI's, so that both find the same crossover
 LARGER = 4  # the larger-batch what-if: this many times the batch, where it fits
 EAGER, LARGER_BATCH = "as described (eager)", f"a {LARGER}x larger batch"
 SWEEP_COLUMNS = ["batch", "hardware", "kind", "per_sample_s", "low_s", "high_s", "fits"]

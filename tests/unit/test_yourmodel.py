@@ -88,7 +88,7 @@ def test_saved_error_bands_give_the_likely_range_and_the_speedup_s(cpu, t4):
 def test_the_sweep_has_a_row_per_batch_and_target_and_each_row_is_the_census_at_that_batch(cpu, t4):
     swept = yourmodel.sweep(mlp(10), cpu, [t4])
     assert list(swept.columns) == SWEEP_COLUMNS
-    batches = [1, 4, 10, 16, 64, 256, 1024, 4096, 16384, 65536]  # SWEEP and the batch described
+    batches = [2 ** i for i in range(4)] + [10] + [2 ** i for i in range(4, 17)]  # 1 .. 65,536 and the batch described
     assert len(swept) == 2 * len(batches)
     for kind, title in (("cpu", cpu.title), ("gpu", t4.title)):
         rows = swept[swept["hardware"] == title]
