@@ -29,13 +29,6 @@ def _answered(described: families.Description, host: str, gpus: tuple[str, ...])
             {target.title: yourmodel.what_ifs(described, target) for target in targets})
 
 
-def _likely(found: yourmodel.Timed, per_sample: bool = False) -> str:
-    if found.likely is None:
-        return "no measured error to range it"
-    share = 1 / found.batch if per_sample else 1.0
-    return "likely {} to {}".format(*(seconds_text(s * share) for s in found.likely))
-
-
 def _the_model(described: families.Description) -> None:
     shown = families.summary(described)
     st.markdown(f"**The model built** ({shown['parameters']:,} parameters; input "
@@ -52,7 +45,7 @@ def _cpu_answer(found: yourmodel.Timed, described: families.Description) -> None
     step, sample = st.columns(2)
     step.metric(f"{found.hardware}, per call (predicted)", seconds_text(found.seconds))
     sample.metric("per sample (predicted)", seconds_text(found.per_sample))
-    st.caption(f"{found.regime}; {_likely(found)} a call; {costmodel.shares_text(found.parts, found.seconds)}.")
+    st.caption(f"{found.regime}; {uncertainty.range_text(found.likely)} a call; {costmodel.shares_text(found.parts, found.seconds)}.")
     timed = yourmodel.measured(described)
     if timed:
         ratio = timed["predicted_s"] / timed["measured_s"]
@@ -94,7 +87,7 @@ def _gpu_answers(answer: yourmodel.Answer) -> None:
     for found in answer.gpus:
         memory = answer.memory[found.hardware]
         rows.append({"GPU (predicted)": found.hardware, "per call": seconds_text(found.seconds),
-                     "per sample": seconds_text(found.per_sample), "likely, a call": _likely(found),
+                     "per sample": seconds_text(found.per_sample), "likely, a call": uncertainty.range_text(found.likely),
                      "regime": found.regime, "GPU idle": f"{found.gpu_idle / found.seconds:.0%}",
                      "verdict": uncertainty.speedup_text(answer.speedups[found.hardware]),
                      "fits its memory": "yes" if memory["fits"] else

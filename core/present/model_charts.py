@@ -8,8 +8,7 @@ from core.present import charts
 
 PREDICTED_DASH = [4, 3]
 PARTS_ORDER = ("host", "launches", "loading", "compute", "copies", "sync")
-PART_COLOURS = {"host": "#b9b9b9", "launches": "#9d755d", "loading": "#72b7b2", "compute": "#4c78a8",
-                "copies": "#f58518", "sync": "#e45756"}
+PART_COLOURS = charts.PART_COLOURS | {"launches": "#9d755d"}  # the measured breakdown's, and a GPU's launches
 
 
 def crossover(swept: pd.DataFrame, marks: pd.DataFrame, measured: pd.DataFrame, *, title: str) -> alt.TopLevelMixin:

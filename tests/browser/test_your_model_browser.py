@@ -8,7 +8,10 @@ import pytest
 from core import settings
 from core.predict import uncertainty
 
-from tests.browser.test_served_app import CHROMIUM, WAIT_MS, streamlit_server, sync_api
+from tests.browser import test_served_app as served
+from tests.browser.test_served_app import CHROMIUM, WAIT_MS, streamlit_server
+
+page = served.page  # the browser, as the other browser tests have it
 
 pytestmark = [
     pytest.mark.browser,
@@ -31,34 +34,26 @@ def app(tmp_path_factory):
         yield url
 
 
-@pytest.fixture
-def browser():
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield chromium.new_page(viewport={"width": 1400, "height": 1000})
-        chromium.close()
-
-
 def _chart(page, title: str):
     chart = page.locator(".vega-embed svg").filter(has_text=title).first
     chart.wait_for(timeout=WAIT_MS)
     return chart
 
 
-def test_the_crossover_and_the_what_ifs_draw_predicted_marks_as_predicted(app, browser, tmp_path):
-    browser.goto(f"{app}/your_model?{CNN}")
-    crossover = _chart(browser, "Time per sample against batch size")
+def test_the_crossover_and_the_what_ifs_draw_predicted_marks_as_predicted(app, page, tmp_path):
+    page.goto(f"{app}/your_model?{CNN}")
+    crossover = _chart(page, "Time per sample against batch size")
     lines = crossover.locator("path[aria-roledescription='line mark']")
     assert lines.count() == 3  # the CPU and the two GPUs
     for i in range(lines.count()):  # every line is a prediction here: dotted
         assert lines.nth(i).get_attribute("stroke-dasharray") == "2,2"
     assert crossover.locator("path[aria-roledescription='area mark']").count() >= 2  # each line's likely range
-    bars = _chart(browser, "Per sample on").locator("path[aria-roledescription='bar']")
+    bars = _chart(page, "Per sample on").locator("path[aria-roledescription='bar']")
     assert bars.count() >= 5  # eager and the fixes predicted on this GPU
     for i in range(bars.count()):
         bar = bars.nth(i)
         assert bar.get_attribute("stroke-dasharray") == "4,3"
         assert float(bar.get_attribute("fill-opacity")) < 0.5
-    assert browser.locator("[data-testid='stException']").count() == 0
-    browser.screenshot(path=os.environ.get("CROSSOVER_SCREENSHOT_DIR", str(tmp_path)) + "/your_model_cnn.png",
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.screenshot(path=os.environ.get("CROSSOVER_SCREENSHOT_DIR", str(tmp_path)) + "/your_model_cnn.png",
                        full_page=True)

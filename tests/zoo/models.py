@@ -5,6 +5,8 @@ None copies the project's experiments (1-D CNN, LeNet, GRU regressor, TabNet, 2-
 import torch
 from torch import nn
 
+from core.predict.families import LastStep, MeanPooled
+
 # (name, build function, input as --input takes it)
 ZOO = [
     ("residual conv block", "residual_block", "16x16x32x32"),
@@ -46,15 +48,6 @@ class _Residual(nn.Module):
         return torch.relu(x + self.body(x))
 
 
-class _LastStep(nn.Module):
-    def __init__(self, rnn: nn.Module, head: nn.Module):
-        super().__init__()
-        self.rnn, self.head = rnn, head
-
-    def forward(self, x):
-        return self.head(self.rnn(x)[0][:, -1])
-
-
 class _Tagger(nn.Module):
     def __init__(self, rnn: nn.Module, head: nn.Module):
         super().__init__()
@@ -62,15 +55,6 @@ class _Tagger(nn.Module):
 
     def forward(self, x):
         return self.head(self.rnn(x)[0])
-
-
-class _MeanPooled(nn.Module):
-    def __init__(self, body: nn.Module, head: nn.Module):
-        super().__init__()
-        self.body, self.head = body, head
-
-    def forward(self, x):
-        return self.head(self.body(x).mean(dim=1))
 
 
 class _EmbeddingAttention(nn.Module):
@@ -108,7 +92,7 @@ def dilated_tcn() -> nn.Module:
 
 def lstm_classifier() -> nn.Module:
     """An LSTM (16 features, 64 hidden) over 50 steps, its last step into a Linear to 5 classes."""
-    return _LastStep(nn.LSTM(16, 64, batch_first=True), nn.Linear(64, 5))
+    return LastStep(nn.LSTM(16, 64, batch_first=True), nn.Linear(64, 5))
 
 
 def bigru_tagger() -> nn.Module:
@@ -119,7 +103,7 @@ def bigru_tagger() -> nn.Module:
 def transformer_encoder() -> nn.Module:
     """One transformer encoder layer (d_model 64, 4 heads, feed-forward 128), mean-pooled into a Linear to 10."""
     layer = nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, dropout=0.0, batch_first=True)
-    return _MeanPooled(layer, nn.Linear(64, 10))
+    return MeanPooled(layer, nn.Linear(64, 10))
 
 
 def embedding_bag_mlp() -> nn.Module:
