@@ -118,7 +118,7 @@ def _crossover(swept: pd.DataFrame, answer: yourmodel.Answer, described: familie
     for title, batch in crossing.items():
         st.markdown(f"- **{title}**: " + (f"predicted faster than {answer.cpu.hardware} per sample from batch "
                                          f"{batch:,} on" if batch else
-                                         f"not predicted faster than {answer.cpu.hardware} at any batch that fits")
+                                         f"not predicted faster than {answer.cpu.hardware} from any batch on, among those that fit")
                     + (f"; a batch past {fitting[title]:,} does not fit its memory." if fitting.get(title) and
                        fitting[title] < swept['batch'].max() else "."))
     st.caption("Where the lines cross is where the predicted times are equal; the shaded ranges say how far either "

@@ -127,17 +127,19 @@ def per_unit(prediction: Prediction, per_call) -> Prediction:
 
 
 def crossover(predicted: list[tuple[float, float, float]]) -> float | None:
-    """The smallest swept value at which the GPU's predicted time per unit is below the CPU's, None when it
-    never is. `predicted`: (value, CPU seconds, GPU seconds) per point, in any order."""
-    faster = []
+    """The smallest swept value from which the GPU's predicted time per unit is below the CPU's at every larger
+    value swept (the measured crossovers' rule, core.present.analysis.crossovers), None when it is not at the
+    largest. `predicted`: (value, CPU seconds, GPU seconds) per point, in any order."""
     for i, point in enumerate(predicted):
         if not (isinstance(point, (tuple, list)) and len(point) == 3 and all(_is_number(v) for v in point)):
             raise PredictionError(f"predicted[{i}]: {_shown(point)} is not (value, CPU seconds, GPU seconds), "
                                   f"three finite numbers")
-        value, cpu, gpu = point
-        if gpu < cpu:
-            faster.append(value)
-    return min(faster, default=None)
+    found = None
+    for value, cpu, gpu in sorted(predicted, reverse=True):
+        if gpu >= cpu:
+            break
+        found = value
+    return found
 
 
 # -- one call ---------------------------------------------------------------------------------------

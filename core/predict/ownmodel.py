@@ -366,8 +366,8 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
         if "crossover_batch" in entry:
             batch, up_to, cpu = entry["crossover_batch"], entry["crossover_up_to"], entry["crossover_against"]
             fitting = "at the batches that fit, " if entry.get("fits") is False else ""
-            line += (f"; {fitting}faster than {cpu} from batch {batch:,}" if batch else
-                     f"; not faster than {cpu} at any batch up to {up_to:,}" if up_to else
+            line += (f"; {fitting}faster than {cpu} from batch {batch:,} on" if batch else
+                     f"; not faster than {cpu} from any batch on, up to {up_to:,}" if up_to else
                      "; no batch of the crossover sweep fits in its memory")
         lines.append(line)
     if any("crossover_batch" in entry for entry in found):

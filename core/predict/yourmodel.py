@@ -143,9 +143,8 @@ def crossovers(swept: pd.DataFrame) -> dict[str, int | None]:
     found = {}
     for title, part in swept[swept["kind"] == "gpu"].groupby("hardware", sort=False):
         part = part[part["fits"]]
-        faster = (part.set_index("batch")["per_sample_s"] < cpu.reindex(part["batch"]).to_numpy())
-        wins = faster[::-1].cummin()[::-1]  # faster here and at every larger batch
-        found[title] = int(wins[wins].index.min()) if wins.any() else None
+        batch = costmodel.crossover(list(zip(part["batch"], cpu.reindex(part["batch"]), part["per_sample_s"])))
+        found[title] = None if batch is None else int(batch)
     return found
 
 

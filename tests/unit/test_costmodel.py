@@ -730,9 +730,12 @@ def test_a_gpu_prediction_from_a_cpu_census_says_what_it_lacks():
     assert predict(census([TINY_ADD], [stretch([(0, 1)])]), gpu()).notes == ()
 
 
-def test_crossover_is_the_smallest_value_where_the_gpu_is_faster():
+def test_crossover_is_the_smallest_value_from_which_the_gpu_stays_faster():
     points = [(64, 1.0, 0.5), (1, 1.0, 2.0), (16, 1.0, 0.9), (4, 1.0, 1.0), (256, 1.0, 0.1)]
     assert crossover(points) == 16  # at 4 they tie: not below
+    # faster at 2, slower at 4, faster again from 8: the GPU wins from 8 on, not from 2
+    assert crossover([(1, 1.0, 2.0), (2, 1.0, 0.5), (4, 1.0, 1.5), (8, 1.0, 0.5), (16, 1.0, 0.2)]) == 8
+    assert crossover([(1, 1.0, 0.5), (2, 1.0, 2.0)]) is None  # slower at the largest batch swept
     assert crossover([(1, 1.0, 2.0), (2, 1.0, 1.5)]) is None
     assert crossover([]) is None
     for bad in ([(1, 1.0)], [(1, "1", 2.0)], [(1, 1.0, float("inf"))], [None]):
