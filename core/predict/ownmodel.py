@@ -269,12 +269,7 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
     cpu = next((t for t in targets if t.gpu is None), None)
     bands, found = uncertainty.load(), []
 
-    def predicted(target) -> tuple[costmodel.Prediction, str, uncertainty.Band | None]:
-        """The prediction at the batch asked for, its regime and the band of its kind and regime."""
-        prediction = costmodel.predict(census_at(given.shape[0], target.gpu is not None), target)
-        regime = predictions.bound(predictions.host_share(prediction))
-        return prediction, regime, uncertainty.band_for(bands, "cpu" if target.gpu is None else "cuda", regime)
-    made = [predicted(target) for target in targets]
+    made = [banded(census_at(given.shape[0], target.gpu is not None), target, bands) for target in targets]
     if cpu is not None:
         cpu_prediction, _, cpu_band = made[targets.index(cpu)]
     for target, (prediction, regime, band) in zip(targets, made):
@@ -285,7 +280,7 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
                  "parts": prediction.parts, "gpu_idle_s": prediction.gpu_idle, "notes": list(prediction.notes)}
         if on_gpu and cpu is not None:
             entry["speedup"] = uncertainty.speedup((cpu_prediction.seconds, cpu_band), (prediction.seconds, band))
-        memory = _memory_gib(target)
+        memory = memory_gib(target)
         if memory is not None:
             entry |= {"memory_needed_gib": needed(given.shape[0]) / GIB, "memory_gib": memory,
                       "fits": needed(given.shape[0]) <= memory * GIB}
@@ -299,6 +294,14 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
     return found
 
 
+def banded(found: dict, target: hardware.Target,
+           bands: list) -> tuple[costmodel.Prediction, str, uncertainty.Band | None]:
+    """A census predicted on a target, its regime and the error band of its kind and regime (None: no band)."""
+    prediction = costmodel.predict(found, target)
+    regime = predictions.bound(predictions.host_share(prediction))
+    return prediction, regime, uncertainty.band_for(bands, "cpu" if target.gpu is None else "cuda", regime)
+
+
 def memory_needed(model: torch.nn.Module, found: dict, train: bool) -> float:
     """Bytes a GPU must hold at once for one call, at the least: the model's parameters and buffers (with each
     trainable parameter's gradient and Adam's two moments when training), or the largest tensor an operation takes
@@ -310,7 +313,7 @@ def memory_needed(model: torch.nn.Module, found: dict, train: bool) -> float:
     return max(state, max((_largest_input(op) for op in found["ops"]), default=0))
 
 
-def _memory_gib(target: hardware.Target) -> float | None:
+def memory_gib(target: hardware.Target) -> float | None:
     """The memory one call must fit in: its GPU's; for this machine's CPU, this machine's (psutil's total); None
     where it is not known (a catalogue CPU, another machine's)."""
     if target.gpu is not None:

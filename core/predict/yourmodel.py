@@ -14,7 +14,7 @@ import torch
 
 from core import devices, settings
 from core.model import costmodel, hardware, whatifs
-from core.predict import families, ownmodel, predictions, uncertainty
+from core.predict import families, ownmodel, uncertainty
 from core.store import files
 
 SWEEP = ownmodel.SWEEP  # the crossover chart's batch sizes: the CLI's, so that both find the same crossover
@@ -79,9 +79,7 @@ def memory_needed(description: families.Description, batch: int) -> float:
 
 def timed(found: dict, target: hardware.Target, batch: int, bands: list) -> Timed:
     """A census predicted on a target, with its range."""
-    prediction = costmodel.predict(found, target)
-    regime = predictions.bound(predictions.host_share(prediction))
-    band = uncertainty.band_for(bands, "cpu" if target.gpu is None else "cuda", regime)
+    prediction, regime, band = ownmodel.banded(found, target, bands)
     return Timed(target.title, target.name, batch, prediction.seconds, band.range(prediction.seconds) if band else None,
                  regime, prediction.parts, prediction.gpu_idle, prediction.notes)
 
@@ -106,7 +104,7 @@ def _band(bands: list, found: Timed, kind: str):
 
 def _memory(description: families.Description, batch: int, gpu: hardware.Target) -> dict:
     needed = memory_needed(description, batch) / ownmodel.GIB
-    held = gpu.gpu.value(hardware.MEMORY) if gpu.gpu.has(hardware.MEMORY) else None
+    held = ownmodel.memory_gib(gpu)
     return {"needed_gib": needed, "held_gib": held, "fits": held is None or needed <= held}
 
 
