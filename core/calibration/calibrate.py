@@ -518,7 +518,9 @@ def sort_row_costs(device: str, effort: Effort) -> dict:
     costs = {}
     for length in SORT_ROWS:
         x = torch.randn(SORT_ELEMENTS // length, length)
-        elements, seconds = _elements_and_seconds(lambda: torch.ops.aten.sort(x, -1), device, effort, ("sort", length))
+        # keyed apart from the listed operations' sort, whose rows (LISTED_OP_ROWS) share a number with a length
+        elements, seconds = _elements_and_seconds(lambda: torch.ops.aten.sort(x, -1), device, effort,
+                                                  ("sort_row", length))
         costs[str(length)] = seconds / elements
     return costs
 

@@ -358,6 +358,17 @@ def test_a_pass_times_the_bare_operation_once_and_the_next_pass_again(monkeypatc
     assert profile["cpu"] == {"op_overhead_no_grad": 2e-6, "module_call": 2e-6}
 
 
+def test_the_sort_by_row_length_probe_counts_its_own_elements_after_the_listed_sort_at_as_many_rows(monkeypatch):
+    """The listed operations' sort runs at LISTED_OP_ROWS rows, one of which is also a row length the sort-by-length
+    probe times: each probe divides by the elements its own call writes (a shared census once read 35x too slow)."""
+    monkeypatch.setattr(calibrate, "_work_seconds", lambda fn, device, effort, counted=None: 1.0)
+    monkeypatch.setattr(calibrate, "COUNTED", {})
+    assert set(calibrate.LISTED_OP_ROWS) & set(calibrate.SORT_ROWS)  # the case that collided
+    costs = calibrate.listed_op_costs("cpu", efforts.QUICK)["sort_row_element_seconds"]
+    written = 2 * calibrate.SORT_ELEMENTS  # values and indices, whatever the row length
+    assert costs == {str(length): 1.0 / written for length in calibrate.SORT_ROWS}
+
+
 @pytest.mark.parametrize("busy, own, others", [(30.0, 2.0, 28.0), (1.0, 2.0, 0.0)], ids=["others-busy", "only-itself"])
 def test_the_load_a_profile_records_is_the_other_work_while_it_ran(monkeypatch, busy, own, others):
     # the machine's busy CPU seconds and the calibration's own, read as it begins and as it ends
