@@ -198,8 +198,10 @@ def accuracy(records: list[dict], latest_only: bool = True,
             census = row.get("census") or {}
             if row.get("status", "ok") != "ok" or "stretches" not in census or not row.get("median"):
                 continue
+            if record["machine_id"] not in threads:
+                threads[record["machine_id"]] = calibrated_threads(record["machine_id"])
             if (counted is not None and row["device"] not in counted) or graph_blind(row) or other_threads(
-                    row, threads.setdefault(record["machine_id"], calibrated_threads(record["machine_id"]))):
+                    row, threads[record["machine_id"]]):
                 continue
             key = (record["machine_id"], row["device"])
             if key not in targets:
