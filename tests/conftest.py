@@ -49,13 +49,18 @@ def results_dir(tmp_path, monkeypatch):
     return folder
 
 
+@pytest.fixture(scope="session")
+def shipped_state_at_start() -> dict[str, tuple[int, int]]:
+    return _shipped_state()
+
+
 @pytest.fixture(autouse=True)
-def shipped_results_untouched():
+def shipped_results_untouched(shipped_state_at_start):
     """A test that points the app back at the shipped results (monkeypatch.undo() undoes `results_dir` too)
-    must not write there: each shipped record, profile and saved prediction is as it was before the test."""
-    before = _shipped_state()
+    must not write there: each shipped record, profile and saved prediction is as it was when the session began
+    (read once, not around every test: a test that changes them fails, and so does every test after it)."""
     yield
-    assert _shipped_state() == before, "the test changed the shipped results/"
+    assert _shipped_state() == shipped_state_at_start, "the test changed the shipped results/"
 
 
 SHIPPED_RESULTS = settings.APP_ROOT / "results"  # taken once: some tests move APP_ROOT to a checkout of their own

@@ -6,6 +6,7 @@ from core.store import results
 from tests.helpers import render, smoke_record
 from ui import data
 
+@pytest.mark.full  # renders pages over every shipped record
 def test_the_pages_share_one_list_of_records(shipped_results):
     shared = data.records()
     assert shared is data.records()  # one list, not a copy per call: test_app checks no page changes it

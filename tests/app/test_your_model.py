@@ -37,7 +37,11 @@ def said(at: AppTest) -> str:
     return " ".join(e.value for kind in ("markdown", "info", "success", "warning", "caption") for e in getattr(at, kind))
 
 
-@pytest.mark.parametrize("family", list(families.FAMILIES))
+DEFAULT_TIER_FAMILIES = ("mlp", "conv2d")  # the others render in the full tier: the default must stay under 2 minutes
+
+
+@pytest.mark.parametrize("family", [f if f in DEFAULT_TIER_FAMILIES else pytest.param(f, marks=pytest.mark.full)
+                                    for f in families.FAMILIES])
 def test_each_family_builds_and_renders_an_answer(family):
     at = opened({"family": family, "mode": "training", "batch": "8", "gpus": "t4"})
     assert not at.exception
@@ -74,6 +78,7 @@ def test_a_link_with_a_bad_value_says_which_and_falls_back_to_the_defaults():
     assert at.selectbox(key="ym-family").value == families.DEFAULT_FAMILY
 
 
+@pytest.mark.full
 def test_the_url_round_trips_the_form():
     host = catalogue_cpu()
     query = {"family": "recurrent", "mode": "inference", "batch": "16", "cell": "GRU", "layers": "1", "hidden": "32",
@@ -92,6 +97,7 @@ def test_the_url_round_trips_the_form():
                                 for k, v in at.query_params.items()}).values["hidden"] == 48
 
 
+@pytest.mark.full
 def test_a_read_only_server_predicts_but_offers_no_timing(monkeypatch, quick_profile):
     profiles.save(copy.deepcopy(quick_profile))  # calibrated: the button would be offered where writable
     writable = opened({"family": "mlp", "gpus": "t4"})
@@ -103,6 +109,7 @@ def test_a_read_only_server_predicts_but_offers_no_timing(monkeypatch, quick_pro
     assert TIME_IT not in [b.label for b in at.button]
 
 
+@pytest.mark.full
 def test_the_file_offered_gives_the_page_s_predicted_times_through_the_cli(tmp_path, capsys):
     host = catalogue_cpu()
     described = families.describe("conv1d", {"mode": "training", "batch": 32, "length": 64})

@@ -151,7 +151,7 @@ def test_the_cli_line_says_train_for_a_training_step():
     assert families.command(families.describe("embedding", {})).endswith("--input 64x20:int64")
 
 
-@pytest.mark.parametrize("name", families.FAMILIES)
+@pytest.mark.parametrize("name", [n if n == "mlp" else pytest.param(n, marks=pytest.mark.full) for n in families.FAMILIES])
 def test_the_built_model_and_its_file_are_predicted_alike(name, tmp_path, catalogue_cpu):
     d = families.describe(name, VARIANTS[name])
     given = families.input_of(d)

@@ -3,6 +3,7 @@ scalar inputs. The write-up's torch.autograd.functional.jacobian builds the full
 Jacobian with one backward pass per output element (quadratic in val, all but 1/val of it zeros); the
 per-sample methods compute only its diagonal blocks. Every point's memory and time are estimated first
 and a point that would not fit the device's free memory or the time budget is skipped with its estimates."""
+import functools
 import os
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -10,7 +11,6 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 import torch
-from scipy.optimize import nnls
 
 from core import devices, published, versions
 from core.measure import timing
@@ -43,12 +43,15 @@ class Complexity:
     largest live tensors (checked against peak RSS on a CPU); `terms` are the time model's terms, whose
     coefficients are fitted to the two largest vals timed on the device in the same run,
     `calibration_vals` before any point is measured; `prior` holds rough coefficients for the guess
-    shown before a run only."""
+    shown before a run only (or the function that works them out, when they are used)."""
     formula: str
     bytes: Callable[[int, bool], float]
     terms: Callable[[int], tuple[float, ...]]
     calibration_vals: tuple[int, int]
-    prior: tuple[float, ...]
+    prior: tuple[float, ...] | Callable[[], tuple[float, ...]]
+
+    def prior_coefficients(self) -> tuple[float, ...]:
+        return self.prior() if callable(self.prior) else self.prior
 
 
 def fit_time_model(terms: list[tuple[float, ...]], seconds: list[float]) -> np.ndarray:
@@ -57,6 +60,7 @@ def fit_time_model(terms: list[tuple[float, ...]], seconds: list[float]) -> np.n
     a = np.asarray(terms, float) / np.asarray(seconds, float)[:, None]
     scale = np.abs(a).max(axis=0)
     scale[scale == 0] = 1.0
+    from scipy.optimize import nnls  # imported here: 0.9 s of every start otherwise
     coefficients, _ = nnls(a / scale, np.ones(len(seconds)))
     return coefficients / scale
 
@@ -75,6 +79,7 @@ def _linear(val: int) -> tuple[float, float]:
     return 1.0, float(val)
 
 
+@functools.cache
 def _fitted_to_write_up_cpu(terms: Callable[[int], tuple[float, ...]]) -> tuple[float, ...]:
     """The time model through the write-up's own CPU wall times of the written call."""
     wall = published.load("jacobian")
@@ -86,7 +91,7 @@ COMPLEXITY = {
     # 400 val backward passes, each a fixed cost plus work over the whole batch; the prior is fitted to
     # the write-up's own CPU figures.
     AS_WRITTEN: Complexity("a·400val + b·400val²", _naive_bytes, _naive_terms, (1, 4),
-                           _fitted_to_write_up_cpu(_naive_terms)),
+                           functools.partial(_fitted_to_write_up_cpu, _naive_terms)),
     # the (400 val)² identity dominates, plus about 15% for the batched backward pass
     VECTORIZED: Complexity("a + b·val²", lambda v, _: 1.2 * FLOAT * (net.OUTPUTS * v) ** 2,
                            lambda v: (1.0, float(v * v)), (1, 4), (0.01, 8e-4)),
@@ -153,7 +158,7 @@ class Jacobian(Presented):
         complexity, val, device = COMPLEXITY[point.variant], point.params["val"], point.device
         # a stand-in's census takes the pre-run guess: meta tensors time nothing, and timing them under the census
         # cost seconds a point
-        coefficients, fitted_on = ((np.array(complexity.prior), []) if devices.is_stand_in(device)
+        coefficients, fitted_on = ((np.array(complexity.prior_coefficients()), []) if devices.is_stand_in(device)
                                    else self._fit(point.variant, device, config, run, point.threads))
         timing_estimate = {"estimated_seconds": float(np.dot(coefficients, complexity.terms(val))),
                            "time_model": complexity.formula, "time_coefficients": [float(c) for c in coefficients],
@@ -186,7 +191,7 @@ class Jacobian(Presented):
         heap_kept = heap_keeps_blocks(device, versions.run_environment(self.malloc_mmap_threshold))
         for point in self.points(config, device):
             complexity, val = COMPLEXITY[point.variant], point.params["val"]
-            one = float(np.dot(complexity.prior, complexity.terms(val)))
+            one = float(np.dot(complexity.prior_coefficients(), complexity.terms(val)))
             if one > config["budget_s"] or complexity.bytes(val, heap_kept) > config["memory_fraction"] * free:
                 continue
             total += min(max(one, config["budget_s"]), (config["repeats"] + 1) * max(one, config["block_seconds"]))
