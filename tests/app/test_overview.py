@@ -61,13 +61,6 @@ def test_the_router_links_each_experiment_to_its_page(results_dir):
 
 
 @pytest.mark.full
-def test_with_the_shipped_results_the_write_ups_gpu_is_predicted(shipped_results):
-    at = overview_page()
-    assert not at.exception
-    assert overview.PREDICTED_COLUMN in matrix_text(at).splitlines()[0]
-
-
-@pytest.mark.full
 def test_a_read_only_view_calls_the_machine_with_results_this_server(results_dir, monkeypatch):
     here = devices.fingerprint()["machine_id"]
     write([fake_record("matmul-here", here, {("cpu", "numpy"): 6e-3}, gpu=False)], results_dir)

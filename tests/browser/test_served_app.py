@@ -10,9 +10,8 @@ import urllib.request
 
 import pytest
 
-from core import experiments, settings
-from core.measure import runner
-from core.store.results import RecordWriter
+from core import settings
+from tests.helpers import smoke_record
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [
@@ -63,10 +62,9 @@ def _wait_healthy(url: str) -> None:
 
 @pytest.fixture
 def serve(results_dir):
-    """Start `streamlit run` on a free loopback port with a smoke matmul record; yields a URL maker."""
-    exp = experiments.get("matmul")
-    config = exp.config("smoke")
-    runner.run(exp, config, ["cpu"], RecordWriter("matmul", "smoke", config, ["cpu"]))
+    """Start `streamlit run` on a free loopback port with a smoke matmul record (run once a session, by
+    tests.helpers.smoke_record); yields a URL maker."""
+    smoke_record("matmul")
     with contextlib.ExitStack() as servers:
         yield lambda **env: servers.enter_context(streamlit_server(os.environ | env))
 
