@@ -14,11 +14,10 @@ from ui.router import require_router
 require_router()
 
 st.title("Will a GPU help your model?")
-st.markdown("Describe a small model: Crossover builds it from `torch.nn` (nothing you type is run) and predicts one call "
-            f"of it on {settings.this_host()}'s CPU and on the GPUs you pick, each driven by the CPU you pick, with the "
-            "range the cost model's "
-            "measured error gives each time. Every time on this page is **predicted** (dotted, hollow, its range "
-            "shaded) unless it says **measured**.")
+st.markdown("Describe a small model: Crossover builds it from `torch.nn` (nothing you type is run) and predicts "
+            f"one call of it on {settings.this_host()}'s CPU and on the GPUs you pick, each driven by the CPU you "
+            "pick, with the range the cost model's measured error gives each time. Every time on this page is "
+            "**predicted** (dotted, hollow, its range shaded) unless it says **measured**.")
 
 
 @st.cache_data(show_spinner="Taking the censuses (on PyTorch's meta device: nothing is computed)…", max_entries=32)
@@ -45,7 +44,8 @@ def _cpu_answer(found: yourmodel.Timed, described: families.Description) -> None
     step, sample = st.columns(2)
     step.metric(f"{found.hardware}, per call (predicted)", seconds_text(found.seconds))
     sample.metric("per sample (predicted)", seconds_text(found.per_sample))
-    st.caption(f"{found.regime}; {uncertainty.range_text(found.likely)} a call; {costmodel.shares_text(found.parts, found.seconds)}.")
+    st.caption(f"{found.regime}; {uncertainty.range_text(found.likely)} a call; "
+               f"{costmodel.shares_text(found.parts, found.seconds)}.")
     timed = yourmodel.measured(described)
     if timed:
         ratio = timed["predicted_s"] / timed["measured_s"]
@@ -87,7 +87,8 @@ def _gpu_answers(answer: yourmodel.Answer) -> None:
     for found in answer.gpus:
         memory = answer.memory[found.hardware]
         rows.append({"GPU (predicted)": found.hardware, "per call": seconds_text(found.seconds),
-                     "per sample": seconds_text(found.per_sample), "likely, a call": uncertainty.range_text(found.likely),
+                     "per sample": seconds_text(found.per_sample),
+                     "likely, a call": uncertainty.range_text(found.likely),
                      "regime": found.regime, "GPU idle": f"{found.gpu_idle / found.seconds:.0%}",
                      "verdict": uncertainty.speedup_text(answer.speedups[found.hardware]),
                      "fits its memory": "yes" if memory["fits"] else
@@ -118,7 +119,8 @@ def _crossover(swept: pd.DataFrame, answer: yourmodel.Answer, described: familie
     for title, batch in crossing.items():
         st.markdown(f"- **{title}**: " + (f"predicted faster than {answer.cpu.hardware} per sample from batch "
                                          f"{batch:,} on" if batch else
-                                         f"not predicted faster than {answer.cpu.hardware} from any batch on, among those that fit")
+                                         f"not predicted faster than {answer.cpu.hardware} from any batch on, "
+                                         "among those that fit")
                     + (f"; a batch past {fitting[title]:,} does not fit its memory." if fitting.get(title) and
                        fitting[title] < swept['batch'].max() else "."))
     st.caption("Where the lines cross is where the predicted times are equal; the shaded ranges say how far either "

@@ -26,7 +26,8 @@ SWEEP_COLUMNS = ["batch", "hardware", "kind", "per_sample_s", "low_s", "high_s",
 @dataclass(frozen=True)
 class Timed:
     """One predicted call on one target: seconds per call and per sample, the likely range per call (None without
-    a measured error for its regime), its regime and parts, and the GPU's idle seconds."""
+    a measured error for its regime), its regime and parts, the GPU's idle seconds, and the error band the range
+    came from."""
     hardware: str
     device: str
     batch: int
@@ -36,6 +37,7 @@ class Timed:
     parts: dict
     gpu_idle: float = 0.0
     notes: tuple[str, ...] = ()
+    band: uncertainty.Band | None = None
 
     @property
     def per_sample(self) -> float:
@@ -81,25 +83,20 @@ def timed(found: dict, target: hardware.Target, batch: int, bands: list) -> Time
     """A census predicted on a target, with its range."""
     prediction, regime, band = ownmodel.banded(found, target, bands)
     return Timed(target.title, target.name, batch, prediction.seconds, band.range(prediction.seconds) if band else None,
-                 regime, prediction.parts, prediction.gpu_idle, prediction.notes)
+                 regime, prediction.parts, prediction.gpu_idle, prediction.notes, band)
 
 
 def answer(description: families.Description, cpu: hardware.Target, gpus: list[hardware.Target]) -> Answer:
     """The call as described on the CPU and on each GPU, each GPU's speedup over the CPU and whether it fits."""
     bands, batch = uncertainty.load(), description.batch
     found = Answer(timed(census(description, batch, False), cpu, batch, bands), [])
-    cpu_band = _band(bands, found.cpu, "cpu")
     for gpu in gpus:
         on_gpu = timed(census(description, batch, True), gpu, batch, bands)
         found.gpus.append(on_gpu)
-        found.speedups[gpu.title] = uncertainty.speedup((found.cpu.seconds, cpu_band),
-                                                        (on_gpu.seconds, _band(bands, on_gpu, "cuda")))
+        found.speedups[gpu.title] = uncertainty.speedup((found.cpu.seconds, found.cpu.band),
+                                                        (on_gpu.seconds, on_gpu.band))
         found.memory[gpu.title] = _memory(description, batch, gpu)
     return found
-
-
-def _band(bands: list, found: Timed, kind: str):
-    return uncertainty.band_for(bands, kind, found.regime)
 
 
 def _memory(description: families.Description, batch: int, gpu: hardware.Target) -> dict:
@@ -197,7 +194,7 @@ def _larger(description: families.Description, gpu: hardware.Target, bands: list
     return WhatIf(LARGER_BATCH, how, Timed(found.hardware, found.device, description.batch, found.seconds * share,
                                            tuple(s * share for s in found.likely) if found.likely else None,
                                            found.regime, {k: v * share for k, v in found.parts.items()},
-                                           found.gpu_idle * share, found.notes))
+                                           found.gpu_idle * share, found.notes, found.band))
 
 
 def what_matters(found: list[WhatIf]) -> str:
