@@ -55,6 +55,7 @@ LABELS = {"compute": "compute", "copies": "host-device copies", "sync": "synchro
 TOLERANCE = 0.10  # the measured parts may exceed the timed median by this fraction and still add up
 WINDOW_S = 0.3  # the profiled calls' target duration
 MAX_CALLS = 20
+MAX_OPERATIONS = 10_000  # the profiled calls' operations, at most (one call at least): each costs ~50 us to read back
 MAX_TRACE_BYTES = 8_000_000  # a bigger trace is not kept (the operator table always is)
 SUPPORTED = ("cpu", "cuda")
 LAP_RANGE = "crossover.lap."
@@ -140,18 +141,21 @@ class LapRanges:
         self._open, self._opened = (name, scope), self._opened + 1
 
 
-def window_calls(workload: timing.Workload, median_s: float) -> int:
-    """How many calls to profile: about WINDOW_S of them, 1 to MAX_CALLS; a hooked call closes its own
-    samples, so one."""
+def window_calls(workload: timing.Workload, median_s: float, operations: float | None = None) -> int:
+    """How many calls to profile: about WINDOW_S of them, 1 to MAX_CALLS, and no more than MAX_OPERATIONS
+    operations where a call's count is known (its census); a hooked call closes its own samples, so one."""
     if workload.hooks:
         return 1
-    return max(1, min(MAX_CALLS, round(WINDOW_S / median_s)))
+    by_ops = MAX_CALLS if not operations else math.floor(MAX_OPERATIONS / operations)
+    return max(1, min(MAX_CALLS, round(WINDOW_S / median_s), by_ops))
 
 
-def take(workload: timing.Workload, device: str, median_s: float, folder: Path, stem: str) -> dict:
-    """Profile a few more calls of a workload `timing.run` has set up and timed (its median `median_s`),
-    split one sample into PARTS, and save the trace (`folder/<stem>.trace.json.gz`, Chrome trace JSON)
-    and the operator table (`folder/<stem>.ops.csv`). Returns the parts per sample, in seconds."""
+def take(workload: timing.Workload, device: str, median_s: float, folder: Path, stem: str,
+         operations: float | None = None) -> dict:
+    """Profile a few more calls of a workload `timing.run` has set up and timed (its median `median_s`; a call's
+    `operations`, from its census, where known), split one sample into PARTS, and save the trace
+    (`folder/<stem>.trace.json.gz`, Chrome trace JSON) and the operator table (`folder/<stem>.ops.csv`). Returns
+    the parts per sample, in seconds."""
     _check(device, median_s, stem)
     accelerator = devices.is_accelerator(device)
     marks = LapRanges()
@@ -159,7 +163,7 @@ def take(workload: timing.Workload, device: str, median_s: float, folder: Path, 
     with _native_stderr_muted():
         prof.start()
     try:
-        timing.observe(workload, device, marks, calls=window_calls(workload, median_s))
+        timing.observe(workload, device, marks, calls=window_calls(workload, median_s, operations))
     finally:
         marks.close()
         with _native_stderr_muted():

@@ -120,7 +120,8 @@ def inspect(workload: timing.Workload, device: str, measurement: timing.Measurem
         return {"census": why, "breakdown": why}
     found = {}
     for name, take in (("census", lambda: census.take(workload, device)),
-                       ("breakdown", lambda: breakdown.take(workload, device, measurement.median, files, stem))):
+                       ("breakdown", lambda: breakdown.take(workload, device, measurement.median, files, stem,
+                                                            found["census"].get("operations")))):
         try:
             found[name] = take()
         except (RuntimeError, MemoryError, ValueError, TypeError, NotImplementedError) as e:

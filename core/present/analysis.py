@@ -79,12 +79,13 @@ def beside_cpu(data: pd.DataFrame, values: tuple[str, ...], keys: list[str] = PO
     named = [f"cpu_{v}" for v in carried] + [f"cpu_best_{v}" for v in carried] + ["cpu_thread_settings"]
     if data.empty or not set(values) <= set(data.columns):  # nothing measured, or no point has these figures
         return data.iloc[0:0].assign(**{c: [] for c in named})
-    cpu = data[data["device"] == "cpu"]
+    cpu = data.loc[data["device"] == "cpu", list(dict.fromkeys([*keys, "device", *carried]))]
     default = at_default_threads(cpu)[[*keys, *carried]].rename(columns={v: f"cpu_{v}" for v in carried})
-    fastest = cpu.sort_values(values[0], kind="stable").drop_duplicates(keys)[[*keys, *carried]]
+    ranked = cpu.sort_values(values[0], kind="stable")
+    fastest = ranked[~ranked[keys].duplicated().to_numpy()][[*keys, *carried]]
     fastest = fastest.rename(columns={v: f"cpu_best_{v}" for v in carried}).merge(
         cpu.groupby(keys).size().rename("cpu_thread_settings").reset_index(), on=keys)
-    return at_default_threads(data[on_accelerator(data)]).merge(default, on=keys).merge(fastest, on=keys)
+    return at_default_threads(data[on_accelerator(data)]).merge(default.merge(fastest, on=keys), on=keys)
 
 
 def speedups(rows: pd.DataFrame, value: str = "median_s", run_id: str = None) -> pd.DataFrame:

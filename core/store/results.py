@@ -250,10 +250,12 @@ def latest_complete(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def latest_complete_rows(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """The rows of `frame` (runs_frame's or rows_frame's) from the latest complete run for each value of `keys` and
     each device: the one rule that chooses runs (latest_complete, runs.default_runs, analysis.latest)."""
-    complete = frame[frame["status"] == "complete"].sort_values("started", kind="stable", na_position="first")
+    complete = frame[frame["status"] == "complete"]
     if "device" not in complete:
-        complete = complete.assign(device=complete["devices"]).explode("device")
-    return complete.drop_duplicates([*keys, "device"], keep="last")
+        complete = complete.assign(device=complete["devices"]).explode("device").reset_index(drop=True)
+    order = complete["started"].sort_values(kind="stable", na_position="first").index
+    chosen = complete.loc[order, [*keys, "device"]]  # the keys alone: a wide frame's duplicated() walks every column
+    return complete.loc[chosen.index[~chosen.duplicated(keep="last").to_numpy()]]
 
 
 # A row's census and breakdown (per sample) as columns of the rows frame: record key -> column. Where the profiler

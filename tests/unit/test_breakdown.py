@@ -169,6 +169,13 @@ def test_the_window_is_a_few_tenths_of_a_second_of_calls():
     assert breakdown.window_calls(plain, 1e-6) == breakdown.MAX_CALLS
 
 
+def test_a_call_of_many_operations_is_profiled_fewer_times():
+    plain = timing.Workload(lambda: None, unit="call")
+    assert breakdown.window_calls(plain, 0.01, operations=breakdown.MAX_OPERATIONS / 4) == 4
+    assert breakdown.window_calls(plain, 0.01, operations=breakdown.MAX_OPERATIONS * 3) == 1
+    assert breakdown.window_calls(plain, 0.01, operations=10) == breakdown.window_calls(plain, 0.01)
+
+
 @pytest.mark.parametrize("device, median_s, stem, field", [
     ("mps", 0.1, "p0", "device"), ("tpu", 0.1, "p0", "device"), ("cpu", 0.0, "p0", "median_s"),
     ("cpu", float("nan"), "p0", "median_s"), ("cpu", 0.1, "../p0", "stem"), ("cpu", 0.1, "", "stem")])
