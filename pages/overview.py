@@ -14,9 +14,10 @@ UNKNOWN_MARK = ":material/help:"
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
-def _figures(key: tuple, _records: list[dict]):
-    """The verdict matrix and the headline data; `key` names the records and the saved predictions."""
-    return overview.verdict_matrix(_records), overview.headline(_records, writeups.latest())
+def _figures(key: tuple, here: str, _records: list[dict]):
+    """The verdict matrix (its predictions from `here`'s results, a machine id, where it is calibrated) and the
+    headline data; `key` names the records and the saved predictions."""
+    return overview.verdict_matrix(_records, here=here), overview.headline(_records, writeups.latest())
 
 
 def _key(records: list[dict]) -> tuple:
@@ -130,7 +131,7 @@ def take_it_with_you() -> None:
                "`python -m core report -o report.html` writes the same file.")
 
 
-matrix, headline = _figures(_key(records), records)
+matrix, headline = _figures(_key(records), devices.fingerprint()["machine_id"], records)
 experiment_links(matrix)
 headline_chart(headline)
 verdict_matrix(matrix)

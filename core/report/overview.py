@@ -73,28 +73,44 @@ def predicted_rows(experiment: experiments.Presented, records: list[dict], machi
                                          results.rows_frame(records, experiment.name), experiment)
 
 
-def verdict_matrix(records: list[dict], predict: bool = True) -> pd.DataFrame:
+def verdict_matrix(records: list[dict], predict: bool = True, here: str | None = None) -> pd.DataFrame:
     """One row per claim and machine (MATRIX_COLUMNS): the claim, its published figures (short), and on
-    each machine with results the verdict's outcome, our finding in a sentence (`ours`) and, where the
-    claim needs a GPU and `predict`, the outcome the write-up's GPU is predicted to lean to. A claim with
-    no machine to check it on has one row with an empty machine."""
+    each machine with results the verdict's outcome and our finding in a sentence (`ours`). Where the claim needs
+    a GPU and `predict`, one machine's verdict also carries the outcome the write-up's GPU is predicted to lean to,
+    as the table shows it (predicted_cell): `here`'s (a machine id) where it is calibrated and has the experiment's
+    results, else the first such machine's. A claim with no machine to check it on has one row with an empty
+    machine."""
     shown = shown_records(records)
     named = _labels(shown)
     found = []
     for experiment in experiments.registry().values():
         figures = published.load(experiment.name)
+        mine = {mid: [r for r in shown if r["machine_id"] == mid and r["experiment"] == experiment.name]
+                for mid in named}
+        chosen, guessed = _predicted_on_one(experiment, mine, here) if predict else (None, pd.DataFrame())
+        on = guessed["device_name"].iloc[0].removesuffix(" (predicted)") if len(guessed) else ""
         for machine_id, label in named.items() or [(None, None)]:
-            mine = [r for r in shown if r["machine_id"] == machine_id and r["experiment"] == experiment.name]
-            rows = results.rows_frame(mine, experiment.name)
-            guessed = predicted_rows(experiment, mine, machine_id) if predict and mine else pd.DataFrame()
-            on = guessed["device_name"].iloc[0].removesuffix(" (predicted)") if len(guessed) else ""
-            for verdict in experiment.verdicts(rows, figures, guessed):
+            rows = results.rows_frame(mine.get(machine_id, []), experiment.name)
+            predicted = guessed if machine_id == chosen else pd.DataFrame()
+            for verdict in experiment.verdicts(rows, figures, predicted):
                 found.append({"experiment": experiment.name, "write_up": short_title(experiment),
                               "claim": verdict.claim, "published": verdict.published, "machine_id": machine_id,
                               "machine": label, "outcome": verdict.outcome, "ours": ours_text(verdict),
                               "interval": verdict.interval if verdict.basis else "",
                               "leaning": verdict.leaning, "predicted_on": on if verdict.leaning else ""})
     return pd.DataFrame(found, columns=MATRIX_COLUMNS)
+
+
+def _predicted_on_one(experiment: experiments.Presented, mine: dict[str, list[dict]],
+                      here: str | None) -> tuple[str | None, pd.DataFrame]:
+    """The machine whose results the write-up's GPU is predicted from (`here` first, then in `mine`'s order: the
+    first with the experiment's results and a calibration) and its predicted rows; (None, empty) where none is.
+    One machine, not each: the table shows one prediction per claim, and each costs three checks of it."""
+    for machine_id in sorted(mine, key=lambda m: m != here):
+        guessed = predicted_rows(experiment, mine[machine_id], machine_id) if mine[machine_id] else pd.DataFrame()
+        if len(guessed):
+            return machine_id, guessed
+    return None, pd.DataFrame()
 
 
 def ours_text(verdict: analysis.Verdict) -> str:

@@ -3,14 +3,16 @@ verdict matrix (each claim's outcome on each machine, and the predicted leaning 
 tests/data/verdict_matrix.json, taken from the full 116 MB results folder at be84dbf; since issue 45 the two cnn claims
 the H200 measured a hair from their threshold (1.02x and 0.80x against 1) read "too close to call"; since issue 47 a
 predicted leaning whose answer flips between the ends of the model's error range reads "too close to call" too
-(thirteen of them: the model's error on such points spans each of those claims' thresholds)."""
+(thirteen of them: the model's error on such points spans each of those claims' thresholds); since the matrix
+predicts on one machine (the one the table shows: here, else the first calibrated), the other two calibrated machines
+carry no leaning."""
 import json
 
 import pytest
 
+from core import experiments, settings
 from core.report import overview
 from core.store import results
-from core import settings
 
 pytestmark = pytest.mark.full  # parses every shipped record and predicts the write-ups' GPUs
 
@@ -21,3 +23,14 @@ def test_the_overview_verdict_matrix_of_the_shipped_results_is_unchanged(shipped
     columns = list(expected[0])
     found = matrix[columns].fillna("").to_dict("records")
     assert found == expected
+
+
+def test_the_write_ups_gpu_is_predicted_from_this_machine_where_it_is_calibrated(shipped_results):
+    shown = overview.shown_records(results.load_records())
+    mine = {mid: [r for r in shown if r["machine_id"] == mid and r["experiment"] == "matmul"]
+            for mid in overview._labels(shown)}
+    first, _ = overview._predicted_on_one(experiments.get("matmul"), mine, here=None)
+    other = next(mid for mid in mine if mid != first and overview._predicted_on_one(
+        experiments.get("matmul"), {mid: mine[mid]}, here=mid)[0] == mid)
+    chosen, rows = overview._predicted_on_one(experiments.get("matmul"), mine, here=other)
+    assert chosen == other and set(rows["machine_id"]) == {other}
