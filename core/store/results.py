@@ -252,10 +252,10 @@ def latest_complete_rows(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     each device: the one rule that chooses runs (latest_complete, runs.default_runs, analysis.latest)."""
     complete = frame[frame["status"] == "complete"]
     if "device" not in complete:
-        complete = complete.assign(device=complete["devices"]).explode("device").reset_index(drop=True)
-    order = complete["started"].sort_values(kind="stable", na_position="first").index
-    chosen = complete.loc[order, [*keys, "device"]]  # the keys alone: a wide frame's duplicated() walks every column
-    return complete.loc[chosen.index[~chosen.duplicated(keep="last").to_numpy()]]
+        complete = complete.assign(device=complete["devices"]).explode("device")
+    order = complete["started"].reset_index(drop=True).sort_values(kind="stable", na_position="first").index
+    chosen = complete[[*keys, "device"]].iloc[order]  # the keys alone: a wide frame's duplicated() walks every column
+    return complete.iloc[order[~chosen.duplicated(keep="last").to_numpy()]]
 
 
 # A row's census and breakdown (per sample) as columns of the rows frame: record key -> column. Where the profiler

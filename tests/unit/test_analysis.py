@@ -35,6 +35,8 @@ def test_the_latest_complete_run_wins_unless_a_run_is_chosen():
                  point("cpu", 1.0, run_id="r3", started="2026-03-01T00:00:00+00:00", status="cancelled"))
     assert analysis.speedups(rows)["speedup"].tolist() == [8.0]          # r2: newer than r1, r3 not complete
     assert analysis.speedups(rows, run_id="r1")["speedup"].tolist() == [4.0]
+    stacked = pd.concat([rows.iloc[[2]], rows.iloc[[0, 1]]])  # frames put together: their index labels repeat
+    assert analysis.speedups(stacked.set_axis([0, 0, 1]))["speedup"].tolist() == [8.0]
 
 
 def test_failed_and_skipped_points_are_never_compared():
