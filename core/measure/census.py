@@ -79,6 +79,7 @@ from typing import Callable
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils import flop_counter
 from torch.utils.flop_counter import flop_registry
 
 from core.measure import graphs, timing
@@ -89,8 +90,8 @@ RANGE_ENTER = torch.ops.profiler._record_function_enter_new
 RANGE_EXIT = torch.ops.profiler._record_function_exit
 
 FLOP_RULE = ("FLOPs from torch.utils.flop_counter's formulas for matrix products, convolutions and attention "
-             "(formula_flops), one per element written for every other operation that launches a kernel, "
-             "none for views, metadata and copies.")
+             "(formula_flops; a grouped convolution's weight gradient divided by its groups), one per element written "
+             "for every other operation that launches a kernel, none for views, metadata and copies.")
 TOP = 5  # operations listed in top_by_count and top_by_flops
 SHOWN_INPUTS = 8  # input shapes and dtypes listed per entry of "ops" (a batch's stack has one input per sample)
 
@@ -152,6 +153,22 @@ class OpKind:
                                  # FRESH (new tensors) or IN_PLACE (the arguments it writes, or nothing)
 
 
+@flop_counter.shape_wrapper
+def conv_backward_flops(grad_out_shape, x_shape, w_shape, bias, stride, padding, dilation, transposed, output_padding,
+                        groups, output_mask, out_shape=None, **kwargs) -> int:
+    """torch.utils.flop_counter's formula for a convolution's backward, its weight gradient divided by the groups:
+    that formula counts a grouped convolution's weight gradient as a dense one's (a depthwise convolution's over 32
+    channels 32 times over); its input gradient it counts right."""
+    dense = flop_counter.conv_backward_flop.__wrapped__
+    fixed = (grad_out_shape, x_shape, w_shape, bias, stride, padding, dilation, transposed, output_padding, groups)
+    inputs = dense(*fixed, [output_mask[0], False, False], out_shape)
+    weights = dense(*fixed, [False, output_mask[1], False], out_shape)
+    return inputs + weights // groups
+
+
+FORMULAS = {aten.convolution_backward: conv_backward_flops}  # before torch.utils.flop_counter's own
+
+
 def op_kind(func) -> OpKind | None:
     """The kind of an OpOverload; None for what is not an operation (profiler markers)."""
     if func.namespace in IGNORED_NAMESPACES:
@@ -168,8 +185,8 @@ def op_kind(func) -> OpKind | None:
         syncs = _always
     short = packet.__name__
     outs = tuple(a.name for a in schema.arguments if a.is_out)
-    formula = (flop_registry.get(packet) or cuda_rnn.FORMULAS.get(packet) or cpu_rnn.FORMULAS.get(packet)
-               or cpu_attention.FORMULAS.get(packet))
+    formula = (FORMULAS.get(packet) or flop_registry.get(packet) or cuda_rnn.FORMULAS.get(packet)
+               or cpu_rnn.FORMULAS.get(packet) or cpu_attention.FORMULAS.get(packet))
     return OpKind(name=str(packet), launches=launches, formula=formula, written=written,
                   outs=outs, reads_written=packet not in OVERWRITES and torch.Tag.nondeterministic_seeded not in func.tags,
                   reads_inputs=not (short.endswith("_like") or short.startswith("new_")),

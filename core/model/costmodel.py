@@ -298,9 +298,9 @@ def _conv_seconds(op: dict, device) -> float:
 
 
 def _gradients_counted(op: dict) -> dict:
-    """A convolution_backward with its FLOPs at most its two gradients' (each its forward's FLOPs): the census's count
-    comes from torch.utils.flop_counter, whose formula for it leaves out the groups (a depthwise convolution's
-    gradients counted as a dense one's, 32 times over for 32 channels)."""
+    """A convolution_backward with its FLOPs at most its two gradients' (each its forward's FLOPs): a census taken
+    before the census divided a grouped convolution's weight gradient by its groups (core.measure.census.
+    conv_backward_flops) counted it as torch.utils.flop_counter does, as a dense one's (32 times over for 32 channels)."""
     if op["op"] != "aten.convolution_backward" or len(op.get("shapes") or []) < 3:
         return op
     return op | {"flops": min(op["flops"], 2 * conv_probes.backward_forward_flops(op["shapes"]))}

@@ -139,6 +139,20 @@ def test_conv1d_flops_match_the_hand_count():
     assert found["top_by_flops"] == [{"op": "aten.convolution", "flops": 1920}]
 
 
+@pytest.mark.parametrize("groups", [1, 4, 32])
+def test_a_convolution_s_backward_counts_its_two_gradients_each_at_its_forward_s_flops(groups):
+    conv, x = nn.Conv2d(32, 32, 3, padding=1, groups=groups), torch.ones(4, 32, 8, 8, requires_grad=True)
+    counted = census.of(lambda: conv(x).sum().backward()).by_op()
+    forward = counted["aten.convolution"]["flops"]
+    assert forward == 4 * 32 * 8 * 8 * (32 // groups) * 9 * 2
+    assert counted["aten.convolution_backward"]["flops"] == 2 * forward  # flop_counter's own: 33 x for groups 32
+    with torch.no_grad():  # a first layer's backward: the weight's gradient alone
+        first = census.of(lambda: torch.ops.aten.convolution_backward(
+            torch.ones(4, 32, 8, 8), x.detach(), conv.weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], groups,
+            [False, True, False])).by_op()
+    assert first["aten.convolution_backward"]["flops"] == forward
+
+
 def test_the_listener_counts_only_the_laps_each_sample_names_per_sample():
     x = torch.ones(3)
 
