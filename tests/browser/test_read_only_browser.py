@@ -6,6 +6,8 @@ screenshot of every page is saved in the test's temporary folder."""
 import re
 import shutil
 
+import pytest
+
 from core import experiments
 from tests.app.test_every_page import SMALL_RESULTS
 from tests.browser import test_served_app as served
@@ -14,16 +16,18 @@ pytestmark = served.pytestmark
 serve, page = served.serve, served.page  # the served app and the browser, as test_served_app has them
 
 PAGES = ["", "your_model", *experiments.registry(), "machines", "compare", "predictions"]  # "" is the overview
+HALVES = {"first half": PAGES[:len(PAGES) // 2], "second half": PAGES[len(PAGES) // 2:]}  # two tests, for two workers
 RERUN_HEADING = re.compile(r"rerun|run it again", re.IGNORECASE)
 
 
+@pytest.mark.parametrize("half", HALVES)
 def test_every_page_of_the_read_only_view_speaks_of_this_server_and_shows_no_path(serve, page, results_dir,
-                                                                                tmp_path):
+                                                                                tmp_path, half):
     shutil.copytree(SMALL_RESULTS, results_dir, dirs_exist_ok=True)
     url = serve(CROSSOVER_READ_ONLY="1")
     _a_deep_link_opens_read_only_behind_the_router(page, f"{url}/matmul")  # the fresh server's first request
     problems = {}
-    for name in PAGES:
+    for name in HALVES[half]:
         page.set_viewport_size({"width": 1400, "height": 1000})
         page.goto(f"{url}/{name}")
         page.locator("h1").first.wait_for(timeout=served.WAIT_MS)
