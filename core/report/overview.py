@@ -134,23 +134,22 @@ def cell_text(entry: pd.Series, marks: dict[str, str], unknown_mark: str = "") -
     return f"{mark} {NO_DATA_TEXT if entry['outcome'] == analysis.NO_DATA else entry['outcome']}".strip()
 
 
-def predicted_cell(entries: pd.DataFrame, marks: dict[str, str], here: str | None = None) -> str:
-    """The predicted leaning of a claim on the write-up's GPU: `here`'s (a machine id) where it has one, else
-    the first machine's that has one; '' when none has."""
+def predicted_cell(entries: pd.DataFrame, marks: dict[str, str]) -> str:
+    """The predicted leaning of a claim on the write-up's GPU, from the machine verdict_matrix predicted on; ''
+    where it has none."""
     leaning = entries[entries["leaning"] != ""]
     if leaning.empty:
         return ""
-    chosen = leaning[leaning["machine_id"] == here] if (leaning["machine_id"] == here).any() else leaning
-    entry = chosen.iloc[0]
+    entry = leaning.iloc[0]
     return f"{marks.get(entry['leaning'], '')} {entry['leaning']} ({entry['predicted_on']})".strip()
-
 
 
 def matrix_table(matrix: pd.DataFrame, marks: dict[str, str], unknown_mark: str = "", here: str | None = None,
                  ) -> pd.DataFrame:
     """The matrix as people read it: one row per claim (write-up, claim, published figure), one column per
     machine holding cell_text (`here`, a machine id, first) and, where a claim needs a GPU and a machine is
-    calibrated, PREDICTED_COLUMN (predicted_cell, `here`'s first). The write-up is named on its first claim only."""
+    calibrated, PREDICTED_COLUMN (predicted_cell: the machine the matrix predicted on). The write-up is named on its
+    first claim only."""
     claims = matrix.drop_duplicates(["experiment", "claim"])[["experiment", "write_up", "claim", "published"]]
     keys = list(zip(claims["experiment"], claims["claim"]))
     table = pd.DataFrame({"Write-up": claims["write_up"].where(~claims["experiment"].duplicated(), ""),
@@ -162,7 +161,7 @@ def matrix_table(matrix: pd.DataFrame, marks: dict[str, str], unknown_mark: str 
         table[machine] = [cell_text(on.loc[key], marks, unknown_mark) if key in on.index else "" for key in keys]
     if (measured["leaning"] != "").any():
         by_claim = measured.groupby(["experiment", "claim"], sort=False)
-        table[PREDICTED_COLUMN] = [predicted_cell(by_claim.get_group(key), marks, here) or "—" for key in keys]
+        table[PREDICTED_COLUMN] = [predicted_cell(by_claim.get_group(key), marks) or "—" for key in keys]
     return table.reset_index(drop=True)
 
 
