@@ -114,3 +114,14 @@ def test_a_device_it_cannot_play_is_refused():
     with pytest.raises(ValueError, match="device: 'mps' is not one of"):
         with native_attention.as_native("mps"):
             pass
+
+
+def test_a_real_tensors_call_inside_it_is_torch_s_own():
+    """Another thread's real run while a census plays a device: the native call computes as torch's does."""
+    torch.manual_seed(0)
+    layer, x = MODELS["encoder layer"]().eval(), torch.randn(3, 10, 32)
+    with torch.no_grad():
+        expected = layer(x)
+        with native_attention.as_native("cpu"):
+            found = layer(x)
+    torch.testing.assert_close(found, expected)

@@ -48,9 +48,9 @@ def as_native(device: str) -> Iterator[None]:
     with ExitStack() as patches:
         for module in (nn.TransformerEncoderLayer, nn.MultiheadAttention):
             patches.enter_context(mock.patch.object(module, "forward", _checked_as_native(module.forward)))
-        patches.enter_context(mock.patch.object(torch, "_native_multi_head_attention", attention))
-        patches.enter_context(mock.patch.object(torch, "_transformer_encoder_layer_fwd",
-                                                _encoder_layer(attention, device)))
+        for name, native in (("_native_multi_head_attention", attention),
+                             ("_transformer_encoder_layer_fwd", _encoder_layer(attention, device))):
+            patches.enter_context(mock.patch.object(torch, name, _for_stand_in(native, getattr(torch, name))))
         yield
 
 
@@ -63,6 +63,14 @@ def _checked_as_native(forward):
                 mock.patch.object(backend_registration, "_privateuse1_backend_name", devices.STAND_IN):
             return forward(self, first, *args, **kwargs)
     return checked
+
+
+def _for_stand_in(native, original):
+    """`native` for a stand-in input; torch's own call for any other (another thread's real run)."""
+    def call(first, *args, **kwargs):
+        on_stand_in = isinstance(first, torch.Tensor) and devices.is_stand_in(str(first.device))
+        return (native if on_stand_in else original)(first, *args, **kwargs)
+    return call
 
 
 _original_has_torch_function = torch.overrides.has_torch_function
