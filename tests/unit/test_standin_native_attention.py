@@ -13,12 +13,15 @@ GEMMS = {"mm", "bmm", "addmm", "_addmm_activation"}  # the profiler's names; _ad
 
 
 class SelfAttention(nn.Module):
-    def __init__(self, width: int, heads: int, need_weights: bool):
+    def __init__(self, width: int, heads: int, need_weights: bool, padded: bool = False):
         super().__init__()
         self.attend, self.need_weights = nn.MultiheadAttention(width, heads, batch_first=True), need_weights
+        self.padded = padded
 
     def forward(self, x):
-        out, weights = self.attend(x, x, x, need_weights=self.need_weights)
+        # the last key of every row padding, when padded
+        mask = torch.arange(x.shape[1], device=x.device).expand(x.shape[:2]) == x.shape[1] - 1 if self.padded else None
+        out, weights = self.attend(x, x, x, key_padding_mask=mask, need_weights=self.need_weights)
         return out if weights is None else out + weights.sum()
 
 
@@ -28,6 +31,7 @@ MODELS = {
         32, 2, dim_feedforward=40, dropout=0.0, activation="gelu", norm_first=True, batch_first=True),
     "self-attention": lambda: SelfAttention(16, 2, need_weights=False),
     "self-attention with its weights": lambda: SelfAttention(16, 4, need_weights=True),
+    "self-attention with a padding mask": lambda: SelfAttention(16, 2, need_weights=False, padded=True),
 }
 
 

@@ -57,7 +57,7 @@ def as_native(device: str) -> Iterator[None]:
 def _checked_as_native(forward):
     """`forward` with the module's fast-path checks answered for a stand-in input as for a CPU or CUDA tensor."""
     def checked(self, first, *args, **kwargs):
-        if not (isinstance(first, torch.Tensor) and devices.is_stand_in(str(first.device))):
+        if not _on_stand_in(first):
             return forward(self, first, *args, **kwargs)
         with mock.patch.object(torch.overrides, "has_torch_function", _has_torch_function), \
                 mock.patch.object(backend_registration, "_privateuse1_backend_name", devices.STAND_IN):
@@ -68,9 +68,12 @@ def _checked_as_native(forward):
 def _for_stand_in(native, original):
     """`native` for a stand-in input; torch's own call for any other (another thread's real run)."""
     def call(first, *args, **kwargs):
-        on_stand_in = isinstance(first, torch.Tensor) and devices.is_stand_in(str(first.device))
-        return (native if on_stand_in else original)(first, *args, **kwargs)
+        return (native if _on_stand_in(first) else original)(first, *args, **kwargs)
     return call
+
+
+def _on_stand_in(x) -> bool:
+    return isinstance(x, torch.Tensor) and devices.is_stand_in(str(x.device))
 
 
 _original_has_torch_function = torch.overrides.has_torch_function
@@ -111,7 +114,7 @@ def _native_attention(query, key, value, num_heads, qkv_weight, qkv_bias, proj_w
         scores = torch.bmm(q.view(batch * num_heads, length, head), k.view(batch * num_heads, length, head)
                            .transpose(2, 1)).view(batch, num_heads, length, length)
         if mask is not None and mask.dtype != torch.bool:
-            mask = mask.to(torch.bool)
+            mask.to(torch.bool)  # torch's conversion; the masked softmax is priced as the softmax below
         scores = torch._softmax(scores, -1, False)
         context = torch.bmm(scores.view(batch * num_heads, length, length),
                             v.view(batch * num_heads, length, head)).view(batch, num_heads, length, head)
