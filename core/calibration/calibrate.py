@@ -34,8 +34,9 @@ from core.model import conv_probes, costmodel, hardware, profiles
 from core.calibration import module_probes, op_probes, sanity
 from core.calibration.efforts import FULL, QUICK, Effort
 from core.store import results
-from core.measure.kernels import cpu_attention
+from core.measure.kernels import cpu_attention, cpu_rnn
 
+aten = torch.ops.aten
 FLOAT_BYTES = 4
 SMALL_COPY_ELEMENTS = 1  # one float32: a copy's latency floor
 LOADER_FEATURES = 16
@@ -64,6 +65,7 @@ SORT_ROWS, SORT_ELEMENTS = (4, 16, 128, 1024), 2**16  # sort's row lengths, each
 MEMORY_BYTES = {"cpu": 2**26, "cuda": 2**28}
 NUMPY_LOADER_BATCH = 256  # the batch of the DataLoader passes over NumPy rows against tensor rows
 ATTENTION_BLOCKS_PER_THREAD = 4  # the flash-attention probe's blocks a call per thread: every thread kept busy
+LSTM_STEPS = 16  # the fused-LSTM probe's sequence length: its rates are by FLOPs per step
 # The narrow-GEMM probe: a batch of rows through a layer of a few outputs (a small model's last layers and their
 # gradients), as wide as one vector register of floats and beyond, where a GEMM reaches its FLOP rate.
 NARROW_GEMM_LEFT, NARROW_COLUMNS = (4096, 32), (1, 2, 4, 8, 16)
@@ -423,6 +425,33 @@ def flash_attention_costs(device: str, effort: Effort) -> dict:
     return {"flash_attention_seconds": forward, "flash_attention_backward_seconds": backward}
 
 
+def lstm_layer_rates(device: str, effort: Effort) -> dict:
+    """oneDNN's fused LSTM layer (aten.mkldnn_rnn_layer, what nn.LSTM runs on a CPU with oneDNN:
+    core.measure.kernels.cpu_rnn) and its backward, for each (batch, width) of the effort's over LSTM_STEPS steps, its
+    inputs as wide as its hidden state: the GEMM FLOPs of cpu_rnn's formulas per second of work, keyed by the layer's
+    GEMM FLOPs per step. oneDNN runs its own GEMMs step by step, at a rate of their own (on the AMD EPYC VM half what
+    ATen's GEMMs of the same shapes reach, or less). Empty where torch runs no LSTM through oneDNN: there is no such
+    layer to price."""
+    brief, forward, backward = _brief(effort), {}, {}
+    for batch, width in effort.lstm_shapes if cpu_rnn.runs_lstm() else ():
+        x = torch.randn(LSTM_STEPS, batch, width, device=device, requires_grad=True)
+        weights = [p.detach().to(device).requires_grad_() for p in torch.nn.LSTM(width, width).parameters()]
+        state = torch.zeros(batch, width, device=device)
+
+        def layer(train: bool):
+            return aten.mkldnn_rnn_layer(x, *weights, state, state, False, [], cpu_rnn.ONEDNN_LSTM_KIND, width, 1, True,
+                                         False, False, train)[0]
+        flops = cpu_rnn.forward_flops(x, *weights[:2])
+        key = str(flops // LSTM_STEPS)
+        with torch.no_grad():
+            forward[key] = flops / _work_seconds(lambda: layer(False), device, brief)
+        out = layer(True)
+        grad = torch.randn_like(out)
+        backward[key] = 2 * flops / _work_seconds(lambda: torch.autograd.grad(out, [x, *weights], grad,
+                                                                              retain_graph=True), device, brief)
+    return {"lstm_layer_flops": forward, "lstm_layer_backward_flops": backward}
+
+
 def _brief(effort: Effort) -> Effort:
     """The effort of a grid's timings: fewer and shorter blocks than a lone probe's (its passes' median steadies
     them)."""
@@ -671,6 +700,7 @@ PROBES = (
     Probe("narrow GEMMs", profiles.HOST, narrow_gemm_cost),
     Probe("GEMM shapes", profiles.HOST, gemm_costs),
     Probe("flash attention", profiles.HOST, flash_attention_costs),
+    Probe("fused LSTM layer", profiles.HOST, lstm_layer_rates),
     Probe("memory bandwidth", profiles.EVERY, memory_bandwidth),
     Probe("launch and sync", profiles.GPU, launch_and_sync),
     Probe("copies", profiles.GPU, copies),

@@ -10,8 +10,9 @@ class Effort:
     (the elementwise ones SMALL_ELEMENTWISE below the large tensors),
     the samples per DataLoader pass (batch 1, batched), the batch sizes of the DataLoader per batch size and the
     rows it passes over at most, the bytes of the large tensors per device kind,
-    the nodes of the replayed graph and the kernels queued back to back, the GEMM grid's M, K and N, and the
-    flash-attention grid's block rows (32, 64 or 256: the kernel's own), key columns and head sizes."""
+    the nodes of the replayed graph and the kernels queued back to back, the GEMM grid's M, K and N, the
+    flash-attention grid's block rows (32, 64 or 256: the kernel's own), key columns and head sizes, and the fused
+    LSTM layer's (batch, width) shapes."""
     passes: int
     repeats: int
     block_seconds: float
@@ -26,6 +27,7 @@ class Effort:
     queued_kernels: int
     gemm_grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
     attention_grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    lstm_shapes: tuple[tuple[int, int], ...]
 
 
 FULL = Effort(passes=3, repeats=3, block_seconds=0.01,
@@ -35,9 +37,10 @@ FULL = Effort(passes=3, repeats=3, block_seconds=0.01,
               loader_rows=8192, large_bytes={"cpu": 2**26, "cuda": 2**28},
               graph_nodes=200, queued_kernels=500,
               gemm_grid=((16, 128, 1024, 8192), (2, 16, 64, 256), (1, 4, 16, 64, 256)),
-              attention_grid=((32, 256), (32, 512), (8, 128)))
+              attention_grid=((32, 256), (32, 512), (8, 128)),
+              lstm_shapes=((4, 32), (16, 64), (64, 128)))
 QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes={"cpu": (16, 64, 256), "cuda": (16, 64, 256, 1024)},
                conv1d_lengths=(256,), conv2d_sides=(16,),
                loader_samples=(64, 1024), loader_batches=(1, 64, 1024), loader_rows=4096, large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
                queued_kernels=50, gemm_grid=((16, 1024), (4, 64), (2, 16)),
-               attention_grid=((32, 64), (32, 128), (8, 32)))
+               attention_grid=((32, 64), (32, 128), (8, 32)), lstm_shapes=((16, 64), (64, 128)))

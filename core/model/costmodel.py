@@ -47,6 +47,8 @@ BACKWARD_SHARE = "conv_backward_share"
 CONV_WEIGHT = {"aten.convolution": 1, "aten.convolution_backward": 2}  # the weight's place among a convolution's inputs
 TINY_SECONDS = 1e-12  # a grid figure's floor before its logarithm
 ONEDNN_LSTM = ("aten.mkldnn_rnn_layer", "aten.mkldnn_rnn_layer_backward")  # its forward and backward (standin_cpu_rnn)
+# A host's rates for them, by the layer's GEMM FLOPs per step (calibrate's fused-LSTM probe)
+LSTM_RATES = dict(zip(ONEDNN_LSTM, ("lstm_layer_flops", "lstm_layer_backward_flops")))
 # Element-wise work per step, row and hidden unit of an LSTM layer: what ATen's unfused cell writes (the gates' sum 4,
 # three sigmoids, two tanh, three products, one sum: 13); its backward taken as twice its forward
 LSTM_GATE_ELEMENTS = {"aten.mkldnn_rnn_layer": 13, "aten.mkldnn_rnn_layer_backward": 26}
@@ -436,13 +438,19 @@ def _line(op: dict, name: str, host) -> tuple[float, float] | None:
 
 def _onednn_lstm_seconds(op: dict, host) -> float:
     """oneDNN's fused LSTM layer (its forward or backward) on a CPU, its operands in cache (the layer's own bytes
-    stream in once, on top): its GEMMs at what ATen's GEMMs of the same shapes cost on the host in cache, and its
-    gates' element-wise work at the host's element-wise rate. The forward: the input's GEMM for every step at once,
-    then the hidden state's step by step; the backward: the hidden state's gradient step by step, then the input's
-    and both weights' gradients over every step at once."""
+    stream in once, on top). On a host that timed the layer (LSTM_RATES), its GEMM FLOPs (the census's) at that rate
+    for its GEMM FLOPs per step. Else its GEMMs at what ATen's GEMMs of the same shapes cost on the host in cache,
+    and its gates' element-wise work at the host's element-wise rate: the forward the input's GEMM for every step at
+    once, then the hidden state's step by step; the backward the hidden state's gradient step by step, then the
+    input's and both weights' gradients over every step at once (oneDNN's own GEMMs ran at half ATen's rate, or less,
+    on the AMD EPYC VM)."""
     input_shape, (gates, inputs), (_, hidden), batch = _lstm_layer_shapes(op)
     steps = math.prod(input_shape) // (batch * inputs)
     rows = steps * batch
+    rates = host.value(LSTM_RATES[op["op"]]) if host.has(LSTM_RATES[op["op"]]) else None
+    if rates:
+        per_step = 2 * batch * (inputs + hidden) * gates
+        return op["flops"] / loglog(sorted((float(size), rate) for size, rate in rates.items()), per_step)
     if op["op"] == ONEDNN_LSTM[0]:
         gemms = [(rows, inputs, gates, 1), (batch, hidden, gates, steps)]
     else:

@@ -150,6 +150,13 @@ FIELDS = (
     Field("flash_attention_backward_seconds", "s/block", "the same for its backward "
           "(aten._scaled_dot_product_flash_attention_for_cpu_backward), on the same grid", 0.0, 10.0, HOST, sized=True,
           required=False),
+    Field("lstm_layer_flops", "FLOP/s", "oneDNN's fused LSTM layer (aten.mkldnn_rnn_layer: what nn.LSTM runs on a "
+          "CPU with oneDNN), its GEMMs' FLOPs per second of work over 16 steps, by its GEMM FLOPs per step (size: "
+          "batch x (inputs + hidden) x 4 hidden x 2; the probe's inputs as wide as its hidden state)",
+          1e6, 1e17, HOST, sized=True, required=False),
+    Field("lstm_layer_backward_flops", "FLOP/s", "the same for its backward (aten.mkldnn_rnn_layer_backward: twice "
+          "the forward's GEMM FLOPs), by the layer's GEMM FLOPs per step", 1e6, 1e17, HOST, sized=True,
+          required=False),
     Field("launch_overhead", "s/op", "host time to launch a tiny kernel (1-element add, not waited for)",
           1e-8, 1e-2, GPU),
     Field("shortest_kernel", "s", "device time of that kernel, run back to back with many", 1e-9, 1e-3, GPU),
@@ -202,7 +209,10 @@ KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "conv_backward_share": CONV
         "loader_uncollected_per_sample": COUNT, "loader_collections_per_sample": COUNT,
         "sort_row_element_seconds": COUNT,
         "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE,
-        "flash_attention_seconds": SHAPE, "flash_attention_backward_seconds": SHAPE}
+        "flash_attention_seconds": SHAPE, "flash_attention_backward_seconds": SHAPE,
+        "lstm_layer_flops": COUNT, "lstm_layer_backward_flops": COUNT}
+# Empty where the machine has no such kernel (torch without oneDNN runs no fused LSTM layer): measured, nothing to price
+EMPTY_WHERE_ABSENT = ("lstm_layer_flops", "lstm_layer_backward_flops")
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
 GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of hundreds of shapes, two figures each
 # keyed by block shape: a grid, forward and backward
@@ -274,7 +284,8 @@ def _value_schema(field: Field) -> dict:
     if not field.sized:
         return number
     keys = {"propertyNames": {"pattern": KEYS[field.name]}} if field.name in KEYS else {}
-    return {"type": "object", "minProperties": 1, "additionalProperties": number} | keys
+    least = 0 if field.name in EMPTY_WHERE_ABSENT else 1
+    return {"type": "object", "minProperties": least, "additionalProperties": number} | keys
 
 
 def _section_schema(kind: str) -> dict:

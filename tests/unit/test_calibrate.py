@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader
 from core import devices, settings
 from core.calibration import calibrate, efforts, module_probes, op_probes
 from core.measure import census, gc_watch
+from core.measure.kernels import cpu_rnn
 from core.model import costmodel, profiles
 from core.store import runlock
 from core.commands.cli import main
@@ -46,6 +47,10 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert set(cpu["gemm_seconds"]) == set(cpu["linear_seconds"]) == grid
     blocks = {f"{q}x{k}x{d}" for q, k, d in itertools.product(*efforts.QUICK.attention_grid)}
     assert set(cpu["flash_attention_seconds"]) == set(cpu["flash_attention_backward_seconds"]) == blocks
+    # keyed by the layer's GEMM FLOPs a step (batch x (inputs + hidden) x 4 hidden x 2), where torch has the layer
+    steps = {str(batch * 2 * width * 4 * width * 2) for batch, width in efforts.QUICK.lstm_shapes}
+    assert set(cpu["lstm_layer_flops"]) == set(cpu["lstm_layer_backward_flops"]) == (steps if cpu_rnn.runs_lstm()
+                                                                                      else set())
     assert quick_profile["gpus"] == {} and quick_profile["quick"] is True
     assert quick_profile["machine_id"] == devices.fingerprint()["machine_id"]
     profiles.validate(quick_profile)
@@ -255,6 +260,9 @@ def test_saving_checks_the_profile_and_read_only_refuses_it(quick_profile, resul
     bad["cpu"]["matmul_flops"] = {}
     with pytest.raises(profiles.ProfileError, match="cpu/matmul_flops: {} should be non-empty"):
         profiles.save(bad)
+    without_lstm = copy.deepcopy(quick_profile)  # a machine whose torch runs no fused LSTM layer: nothing to price
+    without_lstm["cpu"] |= dict.fromkeys(profiles.EMPTY_WHERE_ABSENT, {})
+    profiles.validate(without_lstm)
     with pytest.raises(profiles.ProfileError, match="machine_id: '../outside' does not match"):
         profiles.save(quick_profile | {"machine_id": "../outside"})
     monkeypatch.setenv(settings.READ_ONLY_ENV, "1")

@@ -24,6 +24,8 @@ CPU_FIGURES = {
     "conv_one_channel_flops": {},  # no one-channel convolution timed: conv_flops (a case below gives some)
     # no flash-attention blocks timed: each block's GEMMs and exps (a case below gives a grid)
     "flash_attention_seconds": {}, "flash_attention_backward_seconds": {},
+    # no fused LSTM layer timed (torch without oneDNN): its GEMMs on the grid (a case below gives rates)
+    "lstm_layer_flops": {}, "lstm_layer_backward_flops": {},
 }
 GPU_FIGURES = {
     "matmul_flops": 1e13, "conv_flops": 5e12, "memory_bandwidth": 1e12, "launch_overhead": 9 * US,  # an eager op launching: 5 us dispatch (no grad) + 4 us launch
@@ -636,6 +638,19 @@ def test_onednn_s_lstm_layer_costs_its_gemms_on_the_grid_and_its_gates_at_the_el
     # x 2 = 1,600 us; 32 x 1000 x 8: 3.2 x 250 x 4 = 3,200 us): 9,600 us; gates twice the forward's (2,080 elements a
     # step, still at 1e9): 208 us. 9,808 us.
     assert_parts(found, parts(host=10 * US, compute=(4_904 + 9_808) * US))
+
+
+def test_on_a_host_that_timed_the_fused_lstm_layer_its_flops_go_at_that_rate_for_their_flops_per_step():
+    # 2 x 10 x (4 + 8) x 32 = 7,680 GEMM FLOPs a step, 768,000 over 100 steps (the backward twice that). The rates,
+    # 1e8 FLOP/s at 1,000 FLOPs a step and 1e10 at 100,000, are in proportion to the size in logs: 7.68e8 at 7,680.
+    forward = gemm("aten.mkldnn_rnn_layer", LSTM_SHAPES, 768_000)
+    backward = gemm("aten.mkldnn_rnn_layer_backward", LSTM_SHAPES + [[100, 10, 8]], 1_536_000)
+    rates = {"1000": 1e8, "100000": 1e10}
+    found = predict(census([forward, backward], [stretch([(0, 1), (1, 1)])], device="cpu"),
+                    cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID, lstm_layer_flops=rates,
+                        lstm_layer_backward_flops=rates))
+    # 1 ms and 2 ms, the grid and the element-wise rate unread
+    assert_parts(found, parts(host=10 * US, compute=3_000 * US))
 
 
 def test_a_fused_lstm_layer_without_its_shapes_is_refused_by_name():

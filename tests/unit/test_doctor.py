@@ -9,6 +9,7 @@ import pytest
 from core import devices, settings
 from core.commands.cli import main
 from core.doctor import checks, plan as planning, session
+from core.model import costmodel
 from core.params import ConfigError
 from core.store import results
 
@@ -215,11 +216,12 @@ def _shipped_profile(machine: str) -> dict:
 
 
 def test_a_full_profile_of_every_figure_is_kept_and_never_replaced_by_a_quick_one():
-    full = _shipped_profile("amd-epyc-28e20464")  # a full calibration measuring every figure calibrate measures now
+    full = _shipped_profile("amd-epyc-28e20464")  # a full calibration measuring every figure calibrate measured then,
+    full["cpu"] |= dict.fromkeys(costmodel.LSTM_RATES.values(), {"65536": 4e9})  # and the fused LSTM's since
     plan = planning.make(180, ["cpu"], records=[], profile=full)
     assert [s.kind for s in plan.done] == ["calibrate"] and "calibrate" not in {s.kind for s in plan.steps}
     assert planning.make(6 * 3600, ["cpu"], records=[], profile=full | {"quick": True}).steps[0].kind == "calibrate"
-    older = _shipped_profile("amd-epyc-34e468d3")  # taken before calibrate measured seven of its figures
+    older = _shipped_profile("amd-epyc-34e468d3")  # taken before calibrate measured nine of its figures
     assert planning.make(6 * 3600, ["cpu"], records=[], profile=older).steps[0].kind == "calibrate"
 
 
