@@ -19,7 +19,7 @@ from torch.utils import _foreach_utils
 
 from core import devices
 from core.measure import census, timing
-from core.measure.kernels import cpu_attention, cpu_rnn, cuda_ops, cuda_rnn, native_attention
+from core.measure.kernels import cpu_attention, cpu_rnn, cuda_attention, cuda_ops, cuda_rnn, native_attention
 from core.measure.experiment import Experiment, Point, RunState, SkipPoint
 
 # torch's lists of the device types that have foreach, fused and capturable optimiser kernels: its optimisers
@@ -121,10 +121,12 @@ def playing_cuda() -> Iterator[None]:
     every module that imported it), nn.GRU, nn.LSTM and nn.RNN run as one cuDNN call, and nn.GRUCell and nn.LSTMCell
     as CUDA's fused cells (core.measure.kernels.cuda_rnn), mish_backward and dropout run as CUDA's fused kernels, and
     the census counts the kernels CUDA launches for a GEMM, a loss, a gradient, a convolution or a pool's gradient that
-    launches more than one (core.measure.kernels.cuda_ops), and nn.TransformerEncoderLayer and nn.MultiheadAttention
-    take CUDA's inference fast path (core.measure.kernels.native_attention)."""
+    launches more than one (core.measure.kernels.cuda_ops), F.scaled_dot_product_attention runs CUDA's fused kernels
+    (core.measure.kernels.cuda_attention), and nn.TransformerEncoderLayer and nn.MultiheadAttention take CUDA's inference
+    fast path (core.measure.kernels.native_attention)."""
     with ExitStack() as patches:
         patches.enter_context(cuda_rnn.as_cudnn())
+        patches.enter_context(cuda_attention.as_cuda())
         patches.enter_context(native_attention.as_native("cuda"))
         patches.enter_context(cuda_ops.as_cuda())
         for home, name in DEVICE_LISTS:
