@@ -210,9 +210,9 @@ KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "conv_backward_share": CONV
         "sort_row_element_seconds": COUNT,
         "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE,
         "flash_attention_seconds": SHAPE, "flash_attention_backward_seconds": SHAPE,
-        "lstm_layer_flops": COUNT, "lstm_layer_backward_flops": COUNT}
+        **dict.fromkeys(costmodel.LSTM_RATES.values(), COUNT)}
 # Empty where the machine has no such kernel (torch without oneDNN runs no fused LSTM layer): measured, nothing to price
-EMPTY_WHERE_ABSENT = ("lstm_layer_flops", "lstm_layer_backward_flops")
+EMPTY_WHERE_ABSENT = tuple(costmodel.LSTM_RATES.values())
 OP_FIGURES = ("op_call_seconds", "op_element_seconds")  # keyed by operation: a line per operation, two figures each
 GEMM_FIGURES = ("gemm_seconds", "linear_seconds")  # keyed by shape: a grid of hundreds of shapes, two figures each
 # keyed by block shape: a grid, forward and backward

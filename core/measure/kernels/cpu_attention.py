@@ -98,9 +98,16 @@ def _flash(query, key, value, attn_mask, dropout_p, is_causal, scale):
         return FORWARD(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
     zero = torch.scalar_tensor(0.0, dtype=query.dtype, device=query.device)
     with torch._C.DisableTorchFunction():
-        masked = torch.scalar_tensor(-math.inf, dtype=query.dtype, device=query.device)
-        additive = torch.where(attn_mask, zero, masked)
-        return FORWARD(query, key, value, dropout_p, is_causal, attn_mask=additive, scale=scale)[0]
+        return FORWARD(query, key, value, dropout_p, is_causal, attn_mask=additive_mask(attn_mask, zero),
+                       scale=scale)[0]
+
+
+def additive_mask(attn_mask: torch.Tensor, zero: torch.Tensor) -> torch.Tensor:
+    """A boolean mask as torch's fused kernels take it (0 where attended, -inf elsewhere, in `zero`'s dtype), its
+    operations C++'s."""
+    with torch._C.DisableTorchFunction():
+        masked = torch.scalar_tensor(-math.inf, dtype=zero.dtype, device=zero.device)
+        return torch.where(attn_mask, zero, masked)
 
 
 def forward_flops(query, key, value, *args, out_val=None, **kwargs) -> int:

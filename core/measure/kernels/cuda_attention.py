@@ -12,7 +12,6 @@ what such a GPU's call issues, the first operation as Python's call and the rest
 (enable_gqa) keeps the math path. Each fused call counts as one kernel, its backward as one; their FLOPs are
 torch.utils.flop_counter's. (cuDNN's attention, which torch prefers on compute capability 9.0 and 10.0 with a recent
 cuDNN for half-precision inputs, is left out: flash attention stands in for it.)"""
-import math
 from contextlib import contextmanager
 from typing import Iterator
 from unittest import mock
@@ -21,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from core import devices
+from core.measure.kernels import cpu_attention
 
 aten = torch.ops.aten
 FLASH_DTYPES = (torch.float16, torch.bfloat16)
@@ -66,7 +66,6 @@ def _efficient(query, key, value, attn_mask, dropout_p, is_causal, scale):
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         with torch._C.DisableTorchFunction():
             zero = torch.scalar_tensor(0.0, dtype=query.dtype, device=query.device)
-            masked = torch.scalar_tensor(-math.inf, dtype=query.dtype, device=query.device)
-            attn_mask = torch.where(attn_mask, zero, masked)
+        attn_mask = cpu_attention.additive_mask(attn_mask, zero)
     return aten._scaled_dot_product_efficient_attention(query, key, value, attn_mask, keeps, dropout_p, is_causal,
                                                         scale=scale)[0]
