@@ -7,15 +7,16 @@ there (a symbolic link, even to a record; a named pipe; a device; a folder named
 that is a symbolic link; a file over the cap; a file that is not JSON or fails the schema) is skipped with
 a warning naming it and why; hidden names (temporary files, logs, the lock) are never records. A run id is
 RUN_ID_PATTERN, and a run never overwrites another run's record."""
+from __future__ import annotations  # pandas is imported where a frame is built: calibrate's start skips it
+
 import hashlib
 import json
+import numbers
 import re
 import uuid
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-
-import pandas as pd
 
 from core import devices, settings, versions
 from core.store import files, record_schema, runlock
@@ -235,6 +236,7 @@ def config_id(config: dict) -> str:
 
 
 def runs_frame(records: list[dict]) -> pd.DataFrame:
+    import pandas as pd  # imported here: 0.5 s of every command's start otherwise (calibrate builds no frame)
     return pd.DataFrame([record_summary(r) for r in records])
 
 
@@ -243,6 +245,7 @@ def latest_complete(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     and run_id: a run of the CPU alone after one of the GPU alone leaves the GPU's run the latest for the GPU.
     `frame` has a row per run (runs_frame: the devices it measured) or per point (rows_frame: its device)."""
     if frame.empty:
+        import pandas as pd  # as in runs_frame
         return pd.DataFrame(columns=[*keys, "device", "run_id"])
     return latest_complete_rows(frame, keys)[[*keys, "device", "run_id"]]
 
@@ -291,15 +294,16 @@ BASE_COLUMNS = ["run_id", "experiment", "preset", "status", "machine_id", "machi
 def per_unit(seconds, per_call):
     """The seconds of one unit ("per epoch") from a sample's seconds, a sample holding `per_call` units (unknown:
     one): a number, or pandas Series of each. The one place a time is divided by its units."""
-    if isinstance(per_call, pd.Series):
-        return seconds / per_call.fillna(1)
-    return None if seconds is None else seconds / (per_call or 1)
+    if per_call is None or isinstance(per_call, numbers.Number):
+        return None if seconds is None else seconds / (per_call or 1)
+    return seconds / per_call.fillna(1)
 
 
 def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
     """One row per measured point, with its run's metadata; swept parameters and metrics become
     columns of their own (a metric never over a parameter, neither over a base column), raw samples are kept. Empty, it still has the base
     columns."""
+    import pandas as pd  # as in runs_frame
     flat = []
     for record in records:
         if experiment and record["experiment"] != experiment:
