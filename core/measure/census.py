@@ -70,6 +70,7 @@ The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader"
   every call that synchronises; identical stretches are kept once with how often they occur."""
 import contextlib
 import gc
+import inspect
 import os
 import sys
 import types
@@ -217,6 +218,15 @@ def _tensors(values) -> list[torch.Tensor]:
         elif isinstance(v, (list, tuple)):
             found.extend(t for t in v if isinstance(t, torch.Tensor))
     return found
+
+
+def _shapes(value):
+    """`value` with each tensor in it (in lists and tuples too) replaced by its shape, marked as a tensor's."""
+    if isinstance(value, torch.Tensor):
+        return torch.Tensor, tuple(value.shape)
+    if isinstance(value, (list, tuple)):
+        return tuple(_shapes(v) for v in value)
+    return value
 
 
 def _argument(args, kwargs, position: int, name: str):
@@ -414,14 +424,16 @@ class _PythonCalls(TorchFunctionMode):
     next were issued by C++ itself (a composite's parts, an RNN's loop over its steps). A call is a torch function
     (a torch.* function, a Tensor method or operator: the mode sees those Python makes) or, inside one, any call
     from Python into C (a `c_call` profile event: the torch calls of a torch function's own Python, such as an
-    F.* function's body or torch.func's decompositions, which the mode does not see), outside DISPATCH_PATH and
-    while not `paused` (the census's own Python, inside its dispatch). The profile function is set only inside
-    a torch function: Python elsewhere (a DataLoader's, a model's) runs at its own speed. `transformed`: a
-    torch.func transform was active at the last call."""
+    F.* function's body or torch.func's decompositions, which the mode does not see), outside DISPATCH_PATH (the
+    census's own Python, inside its dispatch, runs with no profile function: see Census.__torch_dispatch__).
+    The profile function is set only inside a torch function: Python elsewhere (a DataLoader's, a model's) runs at
+    its own speed. `transformed`: a torch.func transform was active at the last call."""
     def __init__(self):
         super().__init__()
-        self.fresh, self.transformed, self.paused = True, False, False
-        self._on_path: dict = {}  # code object -> whether it is on DISPATCH_PATH
+        self.fresh, self.transformed = True, False
+        # code object -> whether it is on DISPATCH_PATH; the census's dispatch setting the profile function aside
+        # makes two calls into C itself
+        self._on_path: dict = {inspect.unwrap(Census.__torch_dispatch__).__code__: True}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self._called()
@@ -435,7 +447,7 @@ class _PythonCalls(TorchFunctionMode):
             sys.setprofile(before)
 
     def _event(self, frame, event, arg) -> None:
-        if event != "c_call" or self.paused:
+        if event != "c_call":
             return
         code = frame.f_code
         on_path = self._on_path.get(code)
@@ -490,6 +502,7 @@ class Census(TorchDispatchMode):
         self._pieces: list[_Stretch] = []
         self._piece = _Stretch()
         self._kinds: dict = {}
+        self._flops: dict[tuple, int] = {}  # a formula's count by its call's shapes and other arguments
         self._ranges: list[tuple[int, str, bool]] = []  # open ranges: handle, the phase outside, a loader batch
         self._phase = STEP
         self._batch: int | None = None  # the samples of the loader batch being fetched: the largest stack
@@ -548,11 +561,14 @@ class Census(TorchDispatchMode):
 
     # -- the dispatch mode -----------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self._calls.paused = True
+        # the census's own Python is no call into PyTorch, and a profile event for each of its calls would cost
+        # more than the operation: the profile function is set aside while it runs
+        hook = sys.getprofile()
+        sys.setprofile(None)
         try:
             return self._dispatch(func, args, kwargs or {})
         finally:
-            self._calls.paused = False
+            sys.setprofile(hook)
 
     def _dispatch(self, func, args, kwargs):
         kind = self._kinds.get(func, UNSEEN)
@@ -637,7 +653,7 @@ class Census(TorchDispatchMode):
             if not kind.reads_written:
                 skip.update(id(t) for t in written)
             read = [t for t in inputs if id(t) not in skip] if kind.reads_inputs else []
-            stats[1] += (kind.formula(*args, **kwargs, out_val=out) if kind.formula
+            stats[1] += (self._formula_flops(kind, args, kwargs, out) if kind.formula
                          else sum(t.numel() for t in written))
             stats[2] += sum(read_bytes(t) for t in read)
             stats[3] += _written_bytes(written)
@@ -646,6 +662,18 @@ class Census(TorchDispatchMode):
             piece.sync = True
             self._pieces.append(piece)
             self._piece = _Stretch()
+
+    def _formula_flops(self, kind: OpKind, args, kwargs, out) -> int:
+        """kind.formula's count, once per set of arguments: the formulas read the tensors' shapes and the other
+        arguments alone, and flattening a call for one costs more than a small operation does (about 0.2 ms)."""
+        try:
+            key = (kind, _shapes(args), _shapes(tuple(kwargs.items())), _shapes(out))
+            found = self._flops.get(key)
+        except TypeError:  # an argument that cannot be a key: counted every time
+            return kind.formula(*args, **kwargs, out_val=out)
+        if found is None:
+            found = self._flops[key] = kind.formula(*args, **kwargs, out_val=out)
+        return found
 
     # -- what it found ---------------------------------------------------------------------------
     def _on_device(self, where: str) -> bool:
