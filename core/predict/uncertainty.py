@@ -22,6 +22,7 @@ BAND = (0.1, 0.9)  # the quantiles of predicted / measured a range spans: four c
 MIN_POINTS = 5  # fewer checked points in a regime than this: the device kind's band over every regime stands in
 FILE_NAME, SCHEMA_VERSION = "error_bands.json", 1
 HELPS, DOES_NOT, TOO_CLOSE = "a GPU helps", "a GPU does not help", "too close to call"
+NO_RANGE = "no answer without the model's error"  # what a speedup says where no band ranges it
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,11 @@ def speedup(cpu: tuple[float, Band | None], gpu: tuple[float, Band | None]) -> d
 
 
 def speedup_text(found: dict) -> str:
-    """'a GPU helps: 3.1x faster (likely 1.6-5.0x)' or 'too close to call: 1.2x (likely 0.6-2.3x)'."""
+    """'a GPU helps: 3.1x faster (likely 1.6-5.0x)' or 'too close to call: 1.2x (likely 0.6-2.3x)', or NO_RANGE's
+    sentence where no band ranges it (a large predicted speedup is not an answer without one either)."""
     if found["low"] is None:
-        return f"{TOO_CLOSE} by the model's error: {_times(found['speedup'])}x predicted, and no measured error to range it"
+        return (f"{NO_RANGE}: {_times(found['speedup'])}x predicted, and the model's error on such points is not "
+                "measured here (python -m core predict --accuracy measures it)")
     return (f"{found['verdict']}: {_times(found['speedup'])}x predicted (likely {_times(found['low'])}-"
             f"{_times(found['high'])}x, the model's {BAND[0]:.0%}-{BAND[1]:.0%} error on such points)")
 
