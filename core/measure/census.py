@@ -562,13 +562,16 @@ class Census(TorchDispatchMode):
     # -- the dispatch mode -----------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         # the census's own Python is no call into PyTorch, and a profile event for each of its calls would cost
-        # more than the operation: the profile function is set aside while it runs
+        # more than the operation: its profile function is set aside while it runs (another's, a profiler's, stays)
         hook = sys.getprofile()
-        sys.setprofile(None)
+        own = hook == self._calls._event
+        if own:
+            sys.setprofile(None)
         try:
             return self._dispatch(func, args, kwargs or {})
         finally:
-            sys.setprofile(hook)
+            if own:
+                sys.setprofile(hook)
 
     def _dispatch(self, func, args, kwargs):
         kind = self._kinds.get(func, UNSEEN)
