@@ -518,7 +518,7 @@ def _gemm_grid_seconds(op: dict, host) -> float:
     if not all(shape):
         return 0.0
     field = GEMM_GRID[op["op"]]
-    figure = tuple(sorted(host.value(field).items()))
+    figure = tuple(host.value(field).items())  # as the profile holds it: gemm_grid orders the shapes itself
     seconds = gemm_grid(field, figure)(shape)
     _, depths, widths = _grid_axes(figure)
     if shape[1] <= depths[-1] or shape[2] <= widths[-1]:
@@ -558,6 +558,7 @@ def gemm_grid(field: str, figure: tuple[tuple[str, float], ...]):
     def at(inside: list[int]) -> float:
         return float(np.exp(curve(np.log([inside]))[0]))
 
+    @lru_cache(maxsize=4096)  # a model's GEMMs come in few shapes, and one interpolation costs more than the lookup
     def seconds(shape: tuple[int, int, int]) -> float:
         inside = [min(max(size, axis[0]), axis[-1]) for size, axis in zip(shape, axes)]
         time = at(inside)
