@@ -22,7 +22,7 @@ BAND = (0.1, 0.9)  # the quantiles of predicted / measured a range spans: four c
 MIN_POINTS = 5  # fewer checked points in a regime than this: the device kind's band over every regime stands in
 FILE_NAME, SCHEMA_VERSION = "error_bands.json", 1
 HELPS, DOES_NOT, TOO_CLOSE = "a GPU helps", "a GPU does not help", "too close to call"
-NO_RANGE = "no answer without the model's error"  # what a speedup says where no band ranges it
+NO_RANGE = "no answer without the model's error"  # a speedup's verdict where no band ranges it
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,10 @@ def edges(band: Band | None) -> tuple[float, float]:
 def speedup(cpu: tuple[float, Band | None], gpu: tuple[float, Band | None]) -> dict:
     """A GPU's predicted speedup over a CPU (each a predicted time and its band, or None) and its range: the CPU's
     slowest likely time over the GPU's fastest, and its fastest over the GPU's slowest; the verdict HELPS above 1,
-    DOES_NOT below, TOO_CLOSE where the range straddles 1 (or no band gives one: only the point is known)."""
+    DOES_NOT below, TOO_CLOSE where the range straddles 1, NO_RANGE where no band gives one (only the point is
+    known)."""
     (cpu_s, cpu_band), (gpu_s, gpu_band) = cpu, gpu
-    found = {"speedup": cpu_s / gpu_s, "low": None, "high": None, "verdict": TOO_CLOSE}
+    found = {"speedup": cpu_s / gpu_s, "low": None, "high": None, "verdict": NO_RANGE}
     if cpu_band is None or gpu_band is None:
         return found
     (cpu_low, cpu_high), (gpu_low, gpu_high) = cpu_band.range(cpu_s), gpu_band.range(gpu_s)
