@@ -39,6 +39,11 @@ def is_stand_in(device: str) -> bool:
     return kind(device) == STAND_IN
 
 
+def holds_stand_in(value) -> bool:
+    """Whether `value` is a tensor on the stand-in device: what a stand-in kernel (core.measure.kernels) takes over."""
+    return isinstance(value, torch.Tensor) and is_stand_in(str(value.device))
+
+
 def plays(device: str) -> str:
     """The kind of device a workload is built for: 'cuda' on the stand-in, else the device's kind. The test
     to use wherever the code chooses what to do by kind (variants, CUDA graphs, fused optimisers)."""

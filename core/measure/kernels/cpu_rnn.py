@@ -43,7 +43,7 @@ class _CpuVF:
 
         def recurrent(input, hx, weights, *args):
             # a packed sequence's call has its batch sizes where has_biases is
-            if not devices.is_stand_in(str(input.device)) or not isinstance(args[0], bool):
+            if not devices.holds_stand_in(input) or not isinstance(args[0], bool):
                 return found(input, hx, weights, *args)
             if name == "lstm" and _takes_onednn(input, weights, args):
                 return _onednn_lstm(input, hx, weights, *args)

@@ -40,7 +40,7 @@ _original = F.scaled_dot_product_attention
 
 def _scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                   enable_gqa=False):
-    if isinstance(query, torch.Tensor) and devices.is_stand_in(str(query.device)) and not enable_gqa:
+    if devices.holds_stand_in(query) and not enable_gqa:
         if flash_takes(query, key, value, attn_mask):
             return aten._scaled_dot_product_flash_attention(query, key, value, dropout_p, is_causal, scale=scale)[0]
         if efficient_takes(query, key, value):

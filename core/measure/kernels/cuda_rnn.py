@@ -69,14 +69,14 @@ class _CudnnVF:
         found = getattr(torch._VF, name)
         mode = MODES.get(name)
         if name in CELLS:
-            return lambda input, *args: (_fused_cell(name, input, *args) if devices.is_stand_in(str(input.device))
+            return lambda input, *args: (_fused_cell(name, input, *args) if devices.holds_stand_in(input)
                                          else found(input, *args))
         if mode is None:
             return found
 
         def recurrent(input, *args):
             # a packed sequence's call has its batch sizes first, so its weights where has_biases is
-            if not devices.is_stand_in(str(input.device)) or not isinstance(args[2], bool):
+            if not devices.holds_stand_in(input) or not isinstance(args[2], bool):
                 return found(input, *args)
             return _cudnn_rnn(mode, input, *args)
         return recurrent

@@ -57,7 +57,7 @@ def as_native(device: str) -> Iterator[None]:
 def _checked_as_native(forward):
     """`forward` with the module's fast-path checks answered for a stand-in input as for a CPU or CUDA tensor."""
     def checked(self, first, *args, **kwargs):
-        if not _on_stand_in(first):
+        if not devices.holds_stand_in(first):
             return forward(self, first, *args, **kwargs)
         with mock.patch.object(torch.overrides, "has_torch_function", _has_torch_function), \
                 mock.patch.object(backend_registration, "_privateuse1_backend_name", devices.STAND_IN):
@@ -68,12 +68,8 @@ def _checked_as_native(forward):
 def _for_stand_in(native, original):
     """`native` for a stand-in input; torch's own call for any other (another thread's real run)."""
     def call(first, *args, **kwargs):
-        return (native if _on_stand_in(first) else original)(first, *args, **kwargs)
+        return (native if devices.holds_stand_in(first) else original)(first, *args, **kwargs)
     return call
-
-
-def _on_stand_in(x) -> bool:
-    return isinstance(x, torch.Tensor) and devices.is_stand_in(str(x.device))
 
 
 _original_has_torch_function = torch.overrides.has_torch_function
