@@ -101,8 +101,8 @@ def targets() -> tuple[str, list[str]]:
     default = [name for name in (predicted.chosen_gpu(), "h100-sxm") if name in gpus]
     st.session_state.setdefault(_key(GPUS), list(dict.fromkeys(default)))
     picked = st.multiselect("GPUs to compare", list(gpus), key=_key(GPUS), format_func=gpus.get,
-                            max_selections=MOST_GPUS, help=f"At most {MOST_GPUS}, from the catalogue (and this "
-                                                           f"machine's calibrated GPUs)")
+                            max_selections=MOST_GPUS, help=f"At most {MOST_GPUS}, from the catalogue (and "
+                                                           f"{settings.this_host()}'s calibrated GPUs)")
     return host, picked
 
 

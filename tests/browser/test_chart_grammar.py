@@ -1,5 +1,5 @@
-"""The chart grammar as a reader's browser draws it: the app served read-only over the results shipped in the
-repository, driven in headless Chromium.
+"""The chart grammar as a reader's browser draws it: the app served read-only over the small results kept for the tests
+(each experiment's latest quick run on one machine: tests/data/results), driven in headless Chromium.
 
 How the charts are read: Streamlit renders each Vega-Lite chart with vega-embed into an inline <svg> (its SVG
 renderer). Vega writes each mark item as an SVG element whose aria-label is the item's description (by
@@ -12,6 +12,7 @@ import pytest
 
 from core import settings
 from core.present import charts
+from tests.app.test_every_page import SMALL_RESULTS
 from tests.browser.test_served_app import CHROMIUM, WAIT_MS, streamlit_server, sync_api
 
 pytestmark = [
@@ -21,9 +22,9 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def shipped_app():
-    """`streamlit run` read-only over the shipped results (so nothing is written there); yields its URL."""
-    env = os.environ | {settings.RESULTS_ENV: str(settings.APP_ROOT / "results"), settings.READ_ONLY_ENV: "1"}
+def served_app():
+    """`streamlit run` read-only over the small results (so nothing is written there); yields its URL."""
+    env = os.environ | {settings.RESULTS_ENV: str(SMALL_RESULTS), settings.READ_ONLY_ENV: "1"}
     with streamlit_server(env) as url:
         yield url
 
@@ -50,8 +51,8 @@ def _centre_x(locator) -> float:
     return box["x"] + box["width"] / 2
 
 
-def test_the_matmul_ratio_chart_draws_numpy_on_the_rule_at_one(shipped_app, browser):
-    browser.goto(f"{shipped_app}/matmul")
+def test_the_matmul_ratio_chart_draws_numpy_on_the_rule_at_one(served_app, browser):
+    browser.goto(f"{served_app}/matmul")
     chart = _chart(browser, "Speed relative to numpy")
     rule = chart.locator(f"[aria-label='{charts.RATIO_RULE_TEXT}']").first
     # numpy over itself, and the write-up's "copies cost as much as numpy": both at a ratio of 1
@@ -84,10 +85,10 @@ def _mark_colours(chart, variant: str) -> set[str]:
         .map(p => (p.getAttribute('stroke') || '').toLowerCase())""", variant))
 
 
-def test_a_variant_has_the_same_colour_on_two_pages(shipped_app, browser):
+def test_a_variant_has_the_same_colour_on_two_pages(served_app, browser):
     expected = charts.variant_colour("as written").lower()
     for name, title in (("cnn", "1-D CNN: seconds for 10 epochs"), ("tabnet", "Seconds for 10 epochs")):
-        browser.goto(f"{shipped_app}/{name}")
+        browser.goto(f"{served_app}/{name}")
         chart = _chart(browser, title)
         assert _legend_colours(chart)["as written"] == expected, name
         assert _mark_colours(chart, "as written") == {expected}, name
