@@ -29,8 +29,14 @@ def test_the_latest_two_runs_of_a_configuration_are_compared_point_by_point():
     assert frame.loc["size=8", "ratio"] == pytest.approx(1.25) and frame.loc["size=8", "within"]
     assert frame.loc["size=16", "ratio"] == pytest.approx(1.6) and not frame.loc["size=16", "within"]
     assert predictions.repeatability_text(frame) == ("two runs of the same configuration agree within 1.5x on 50% "
-                                                     "of 2 points (worst 1.60x apart)")
+                                                     "of 2 points, within 1.25x on 50% (worst 1.60x apart)")
     assert predictions.repeatability_text(predictions.repeatability(records[:1])) == ""  # one run: nothing to compare
+
+
+def test_how_far_runs_repeat_is_given_at_each_limit_the_accuracy_gives():
+    frame = pd.DataFrame({"ratio": [1.1, 1 / 1.4, 2.0]})
+    assert predictions.repeatability_text(frame) == ("two runs of the same configuration agree within 1.5x on 67% of 3 "
+                                                     "points, within 1.25x on 33% (worst 2.00x apart)")
 
 
 def test_a_checked_point_carries_what_the_run_before_measured_where_one_did():
