@@ -81,9 +81,3 @@ def test_page_with_a_gpu_machines_records_shows_verdicts_from_them(results_dir):
     assert len(at.dataframe) == 4  # the three tables (a GPU measured: none empty) and every point
 
 
-@pytest.mark.full
-def test_page_renders_the_shipped_results(shipped_results):
-    if results.rows_frame(results.load_records(), "cnn").empty:
-        pytest.skip("no cnn record shipped in results/ yet")
-    at = page()
-    assert not at.exception and at.get("vega_lite_chart")
