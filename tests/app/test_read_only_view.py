@@ -39,7 +39,7 @@ def test_every_page_of_the_read_only_view_speaks_of_this_server_and_shows_no_pat
     at.switch_page(f"pages/{name}.py").run()
     assert not at.exception, at.exception
     assert at.title, f"{name} shows no title"
-    text = "\n".join(strings(at._tree))
+    text = "\n".join([*strings(at.main), *strings(at.sidebar)])
     assert not [m.group(0) for m in re.finditer(r".{0,60}this machine.{0,40}", text, re.IGNORECASE)]
     assert folder not in text, "the results folder's path is shown"
     assert "Devices on this server" in "\n".join(strings(at.sidebar))
