@@ -22,7 +22,6 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("browser"):
             item.add_marker(FULL_TIER)
     if config.getoption("--full") or config.getoption("markexpr"):
-        _slow_modules_first(items)
         return
     kept = [item for item in items if not item.get_closest_marker(FULL_TIER)]
     if len(kept) < len(items):
@@ -32,18 +31,6 @@ def pytest_collection_modifyitems(config, items):
 
 
 _LEFT_OUT = pytest.StashKey[int]()
-
-
-def _slow_modules_first(items) -> None:
-    """The modules with browser tests first, then those with other tests of the full tier, the default tier's quick
-    modules last, each module's tests together (its module fixtures built once per worker): with `--dist load` the
-    workers take the long tests early and fill the end with short ones, so neither waits on the other's last long
-    test (longest first)."""
-    rank: dict[str, int] = {}
-    for item in items:
-        kind = 0 if item.get_closest_marker("browser") else 1 if item.get_closest_marker(FULL_TIER) else 2
-        rank[item.path] = min(rank.get(item.path, kind), kind)
-    items.sort(key=lambda item: rank[item.path])  # stable: each module's tests in their order
 
 
 def pytest_terminal_summary(terminalreporter, config):
