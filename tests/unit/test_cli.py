@@ -118,12 +118,8 @@ class Restarted(Exception):
     """What the patched os.execve raises: the command it would have restarted with, and that command's environment."""
 
 
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the malloc setting is glibc's")
-@pytest.mark.parametrize("experiment, restarted", [("jacobian", True), ("matmul", False)])
-def test_a_run_from_the_shell_restarts_with_the_malloc_setting_its_experiment_asks_for(experiment, restarted,
-                                                                                       monkeypatch):
-    """glibc reads its malloc settings once, at start: `python -m core run jacobian` restarts itself with jacobian's
-    (what the run then records: test_results, test_jobs), before any work; matmul asks for none and is not restarted."""
+def _core_main(monkeypatch, experiment: str) -> None:
+    """`python -m core run <experiment> --bogus-option` in this process, os.execve raising Restarted."""
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     monkeypatch.setattr(sys, "argv", [sys.argv[0], "run", experiment, "--bogus-option"])
 
@@ -131,15 +127,23 @@ def test_a_run_from_the_shell_restarts_with_the_malloc_setting_its_experiment_as
         raise Restarted(args, env)
     monkeypatch.setattr(os, "execve", execve)
     monkeypatch.setattr(gc, "freeze", lambda: None)  # what __main__ does as it ends: not to this test's process
-    if not restarted:  # it goes on to main(), which refuses the unknown option
-        with pytest.raises(SystemExit):
-            runpy.run_module("core", run_name="__main__")
-        return
+    runpy.run_module("core", run_name="__main__")
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the malloc setting is glibc's")
+def test_a_run_from_the_shell_restarts_with_the_malloc_setting_its_experiment_asks_for(monkeypatch):
+    """glibc reads its malloc settings once, at start: `python -m core run jacobian` restarts itself with jacobian's
+    before any work (what the run then records of its environment: test_results, test_jobs)."""
     with pytest.raises(Restarted) as restart:
-        runpy.run_module("core", run_name="__main__")
+        _core_main(monkeypatch, "jacobian")
     args, env = restart.value.args
-    assert args[1:] == ["-m", "core", "run", experiment, "--bogus-option"]
-    assert env["MALLOC_MMAP_THRESHOLD_"] == str(experiments.get(experiment).malloc_mmap_threshold) == "65536"
+    assert args[1:] == ["-m", "core", "run", "jacobian", "--bogus-option"]
+    assert env["MALLOC_MMAP_THRESHOLD_"] == str(experiments.get("jacobian").malloc_mmap_threshold) == "65536"
+
+
+def test_a_run_of_an_experiment_that_asks_for_no_malloc_setting_is_not_restarted(monkeypatch):
+    with pytest.raises(SystemExit):  # no restart: main() refuses the unknown option
+        _core_main(monkeypatch, "matmul")
 
 
 def test_argparse_errors_clip_what_they_echo(capsys):
