@@ -7,16 +7,14 @@ tests/app/test_read_only_view.py."""
 import re
 import shutil
 
-import pytest
-
 from tests.app.test_every_page import SMALL_RESULTS
+from tests.app.test_read_only_view import RERUN_HEADING
 from tests.browser import test_served_app as served
 
 pytestmark = served.pytestmark
 serve, page = served.serve, served.page  # the served app and the browser, as test_served_app has them
 
 PAGES = ["", "cnn", "your_model"]  # "" is the overview
-RERUN_HEADING = re.compile(r"rerun|run it again", re.IGNORECASE)
 
 
 def test_the_read_only_view_speaks_of_this_server_and_shows_no_path(serve, page, results_dir, tmp_path):
