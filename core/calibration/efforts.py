@@ -39,8 +39,8 @@ FULL = Effort(passes=3, repeats=3, block_seconds=0.01,
               gemm_grid=((16, 128, 1024, 8192), (2, 16, 64, 256), (1, 4, 16, 64, 256)),
               attention_grid=((32, 256), (32, 512), (8, 128)),
               lstm_shapes=((4, 32), (16, 64), (64, 128)))
-QUICK = Effort(passes=1, repeats=3, block_seconds=0.005, matmul_sizes={"cpu": (16, 64, 256), "cuda": (16, 64, 256, 1024)},
+QUICK = Effort(passes=1, repeats=3, block_seconds=0.003, matmul_sizes={"cpu": (16, 64, 256), "cuda": (16, 64, 256, 1024)},
                conv1d_lengths=(256,), conv2d_sides=(16,),
-               loader_samples=(64, 1024), loader_batches=(1, 64, 1024), loader_rows=4096, large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
+               loader_samples=(64, 1024), loader_batches=(1, 64, 1024), loader_rows=2048, large_bytes={"cpu": 2**22, "cuda": 2**24}, graph_nodes=20,
                queued_kernels=50, gemm_grid=((16, 1024), (4, 64), (2, 16)),
                attention_grid=((32, 64), (32, 128), (8, 32)), lstm_shapes=((16, 64), (64, 128)))
