@@ -72,6 +72,9 @@ NARROW_GEMM_LEFT, NARROW_COLUMNS = (4096, 32), (1, 2, 4, 8, 16)
 # The GEMM grid's timings: hundreds of shapes, each in fewer and shorter blocks than a lone probe's (its passes'
 # median steadies them)
 GEMM_REPEATS, GEMM_BLOCK_SHARE = 3, 0.1
+# The wide-GEMM probe: nn.Linear's addmm with a weight past the caches (K x N, 8 MB of float32: beyond a core's L2 and
+# a VM's share of its L3), at two row counts; a GEMM deeper and wider than the grid streams its weight from memory
+WIDE_GEMM_ROWS, WIDE_GEMM_WEIGHT = (16, 256), (1024, 2048)
 PROBE_RETRIES = 2  # measurements again of a probe with a figure outside its sane range
 RETRY_PAUSE_S = 2.0  # the wait before each: what stalls a probe (a process exiting, a burst of other work) passes
 BARE_OPS: dict[str, float] = {}  # per device, in the pass going on
@@ -406,6 +409,21 @@ def gemm_costs(device: str, effort: Effort) -> dict:
     return {"gemm_seconds": plain, "linear_seconds": linear}
 
 
+def wide_gemm_costs(device: str, effort: Effort) -> dict:
+    """Seconds beyond its dispatch of nn.Linear's torch.addmm(bias, A, W.t()) with a weight past the caches
+    (WIDE_GEMM_WEIGHT) at each of WIDE_GEMM_ROWS rows: a line through them prices a GEMM deeper and wider than the
+    grid (core.model.costmodel._wide_gemm_seconds)."""
+    inner, columns = WIDE_GEMM_WEIGHT
+    bare = _bare_op_seconds(device, effort)
+    weight, bias = torch.randn(columns, inner, device=device).t(), torch.randn(columns, device=device)
+    found = {}
+    for rows in WIDE_GEMM_ROWS:
+        a = torch.randn(rows, inner, device=device)
+        found[f"{rows}x{inner}x{columns}"] = _beyond(_seconds(lambda: torch.addmm(bias, a, weight), device,
+                                                              _brief(effort)), bare)
+    return {"wide_gemm_seconds": found}
+
+
 def flash_attention_costs(device: str, effort: Effort) -> dict:
     """Seconds per block beyond its dispatch of torch's CPU flash attention and of its backward, for every block
     shape of the effort's grid: a call of one batch whose query splits into blocks of that many rows, against that
@@ -699,6 +717,7 @@ PROBES = (
     Probe("listed operations", profiles.HOST, listed_op_costs),
     Probe("narrow GEMMs", profiles.HOST, narrow_gemm_cost),
     Probe("GEMM shapes", profiles.HOST, gemm_costs),
+    Probe("wide GEMMs", profiles.HOST, wide_gemm_costs),
     Probe("flash attention", profiles.HOST, flash_attention_costs),
     Probe("fused LSTM layer", profiles.HOST, lstm_layer_rates),
     Probe("memory bandwidth", profiles.EVERY, memory_bandwidth),

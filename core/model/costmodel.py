@@ -42,6 +42,7 @@ GEMM_LEFT_OPERAND = {"aten.mm": 0, "aten.bmm": 0, "aten.addmm": 1, "aten.baddbmm
 # The host's grid of GEMM times each GEMM is priced by: addmm is what nn.Linear issues (its weight read transposed)
 GEMM_GRID = {"aten.mm": "gemm_seconds", "aten.bmm": "gemm_seconds", "aten.addmm": "linear_seconds",
              "aten.baddbmm": "gemm_seconds"}
+WIDE_GEMM = "wide_gemm_seconds"  # a host's GEMMs with a weight past the caches, by M x K x N: where the grid ends
 ONE_CHANNEL = "conv_one_channel_flops"
 BACKWARD_SHARE = "conv_backward_share"
 CONV_WEIGHT = {"aten.convolution": 1, "aten.convolution_backward": 2}  # the weight's place among a convolution's inputs
@@ -523,10 +524,27 @@ def _gemm_grid_seconds(op: dict, host) -> float:
     _, depths, widths = _grid_axes(figure)
     if shape[1] <= depths[-1] or shape[2] <= widths[-1]:
         return seconds
+    if host.has(WIDE_GEMM) and host.value(WIDE_GEMM):
+        return _wide_gemm_seconds(shape, host)
     # Deeper and wider than any shape timed: the corner grown in proportion keeps a narrower product's speed (a
     # quick grid's corner is 16 columns wide), where this one runs about as fast as a square product of its FLOPs
     flops = 2 * math.prod(shape)
     return min(seconds, flops / host.value("matmul_flops", flops=flops))
+
+
+def _wide_gemm_seconds(shape: tuple[int, int, int], host) -> float:
+    """A GEMM deeper and wider than the grid (M x K x N) on a host that timed GEMMs with a weight past the caches
+    (WIDE_GEMM): the line through their times in M, per element of their weight, times its own weight's K x N. Such
+    a GEMM streams its weight: a fixed part per weight element, whatever the rows (on the AMD EPYC VM, 512 x 4096 took
+    3 ms at 16 rows, where the grid's corner grown in proportion ran at its in-cache rate), and a part per row."""
+    timed = sorted((tuple(int(size) for size in key.split("x")), seconds)
+                   for key, seconds in host.value(WIDE_GEMM).items())
+    (few, k0, n0), few_s = timed[0]
+    (many, k1, n1), many_s = timed[-1]
+    per_weight = few_s / (k0 * n0), many_s / (k1 * n1)  # seconds per weight element
+    slope = max((per_weight[1] - per_weight[0]) / (many - few), 0.0) if many > few else 0.0
+    fixed = max(per_weight[0] - slope * few, 0.0)
+    return (fixed + slope * shape[0]) * shape[1] * shape[2]
 
 
 @lru_cache(maxsize=16)

@@ -46,10 +46,10 @@ MEMORY = "memory_gib"
 # Figures only a calibration measures, and only since some shipped profiles were taken: a device without one is
 # priced by the rule it refines. No catalogue entry has them: a GPU's are the host's costs of driving it (so a GPU
 # driven by another machine's CPU leaves them out); a CPU's, its garbage collector's full collections in a
-# DataLoader, a NumPy row's cost there, sort's cost by row length and oneDNN's fused LSTM layer's rates, which no one
-# publishes
+# DataLoader, a NumPy row's cost there, sort's cost by row length, oneDNN's fused LSTM layer's rates and GEMMs with a
+# weight past the caches, which no one publishes
 CALIBRATED_ONLY = {"cpu": (*costmodel.COLLECTION_FIGURES, costmodel.NUMPY_FIELD, costmodel.SORT_ROWS,
-                           *costmodel.LSTM_RATES.values()),
+                           *costmodel.LSTM_RATES.values(), costmodel.WIDE_GEMM),
                    "gpu": ("training_op_overhead",)}
 UNITS = {f.name: f.unit for f in profiles.FIELDS} | {"conv_flops": "FLOP/s", MEMORY: "GiB"}
 KEY_FIGURES = {"cpu": (("op", "op_overhead_no_grad"), ("matmul", "matmul_flops"), ("bandwidth", "memory_bandwidth")),

@@ -142,6 +142,10 @@ FIELDS = (
           0.0, 10.0, HOST, sized=True, required=False),
     Field("linear_seconds", "s/call", "the same for nn.Linear's operation, torch.addmm(bias, A, W.t()) (W being N x K, "
           "read transposed), on the same grid", 0.0, 10.0, HOST, sized=True, required=False),
+    Field("wide_gemm_seconds", "s/call", "seconds of nn.Linear's torch.addmm(bias, A, W.t()) beyond its dispatch with "
+          "a weight past the caches (1024 x 2048, 8 MB of float32), at 16 and 256 rows (size: M x K x N): a GEMM "
+          "deeper and wider than the grid streams its weight, a fixed part per weight element and a part per row",
+          0.0, 10.0, HOST, sized=True, required=False),
     Field("flash_attention_seconds", "s/block", "seconds per block of torch's CPU flash attention "
           "(aten._scaled_dot_product_flash_attention_for_cpu, what F.scaled_dot_product_attention runs on a CPU) beyond "
           "its dispatch, per block shape on a grid (size: query rows x key columns x head size), timed over enough "
@@ -208,7 +212,7 @@ KEYS = {"conv_one_channel_flops": ONE_CHANNEL_INPUT, "conv_backward_share": CONV
         "op_element_seconds": OP_NAME, "narrow_gemm_seconds": COUNT, "loader_per_sample": COUNT,
         "loader_uncollected_per_sample": COUNT, "loader_collections_per_sample": COUNT,
         "sort_row_element_seconds": COUNT,
-        "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE,
+        "module_call_seconds": CLASS_NAME, "gemm_seconds": SHAPE, "linear_seconds": SHAPE, "wide_gemm_seconds": SHAPE,
         "flash_attention_seconds": SHAPE, "flash_attention_backward_seconds": SHAPE,
         **dict.fromkeys(costmodel.LSTM_RATES.values(), COUNT)}
 # Empty where the machine has no such kernel (torch without oneDNN runs no fused LSTM layer): measured, nothing to price

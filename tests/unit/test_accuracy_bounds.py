@@ -63,19 +63,19 @@ def test_the_shipped_checks_carry_their_host_share_and_bound(shipped):
 @pytest.mark.full
 def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_it_lacks(shipped_results, shipped):
     older = predictions.unmeasured_text("intel-r-xeon-r-processor-cbad859e", "cpu")  # calibrated 2026-11-22
-    assert older.startswith("Its profile was calibrated before calibrate measured 22 of its figures (")
+    assert older.startswith("Its profile was calibrated before calibrate measured 23 of its figures (")
     assert "gemm_seconds" in older and "loader_per_sample" in older
     # calibrated a day before calibrate timed the convolutions' backward share, the DataLoader's full collections,
-    # its NumPy rows and sort by row length
+    # its NumPy rows and sort by row length (and, as every shipped profile, before it timed wide GEMMs)
     assert predictions.unmeasured_text("amd-epyc-34e468d3", "cpu").startswith(
-        "Its profile was calibrated before calibrate measured 9 of its figures (conv_backward_share, "
+        "Its profile was calibrated before calibrate measured 10 of its figures (conv_backward_share, "
         "loader_uncollected_per_sample, loader_collections_per_sample, full_collection_seconds, "
         "collection_heap_objects, loader_numpy_field_seconds, sort_row_element_seconds, lstm_layer_flops, "
-        "lstm_layer_backward_flops)")
+        "lstm_layer_backward_flops, wide_gemm_seconds)")
     # calibrated a day before calibrate timed oneDNN's fused LSTM layer
     assert predictions.unmeasured_text("amd-epyc-28e20464", "cpu").startswith(
-        "Its profile was calibrated before calibrate measured 2 of its figures (lstm_layer_flops, "
-        "lstm_layer_backward_flops)")
+        "Its profile was calibrated before calibrate measured 3 of its figures (lstm_layer_flops, "
+        "lstm_layer_backward_flops, wide_gemm_seconds)")
     assert predictions.unmeasured_text("no-such-machine", "cpu") == ""
     _, out = shipped
     # the 2-thread Xeon, the earlier AMD VM, the later one, the H200 machine's host (its CPU and GPU checks) and the
@@ -84,8 +84,9 @@ def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_
     # on purpose: the quick profile's own sentence says so
     assert out.count("Its profile was calibrated before calibrate measured") == 7
     assert predictions.unmeasured_text("intel-r-xeon-r-processor-8e260d9d", "cuda:0").startswith(
-        "Its profile was calibrated before calibrate measured 5 of its figures (loader_numpy_field_seconds, "
-        "sort_row_element_seconds, lstm_layer_flops, lstm_layer_backward_flops, training_op_overhead)")
+        "Its profile was calibrated before calibrate measured 6 of its figures (loader_numpy_field_seconds, "
+        "sort_row_element_seconds, lstm_layer_flops, lstm_layer_backward_flops, wide_gemm_seconds, "
+        "training_op_overhead)")
     assert "no figures for the DataLoader's full garbage collections" in predictions.quick_profile_text(
         "intel-r-xeon-r-processor-8e260d9d", "cpu")
 

@@ -45,6 +45,8 @@ def test_a_quick_calibration_measures_every_cpu_field_within_its_sane_range(quic
     assert set(cpu["module_call_seconds"]) == set(module_probes.PROBES)
     grid = {f"{m}x{k}x{n}" for m, k, n in itertools.product(*efforts.QUICK.gemm_grid)}
     assert set(cpu["gemm_seconds"]) == set(cpu["linear_seconds"]) == grid
+    inner, columns = calibrate.WIDE_GEMM_WEIGHT
+    assert set(cpu["wide_gemm_seconds"]) == {f"{rows}x{inner}x{columns}" for rows in calibrate.WIDE_GEMM_ROWS}
     blocks = {f"{q}x{k}x{d}" for q, k, d in itertools.product(*efforts.QUICK.attention_grid)}
     assert set(cpu["flash_attention_seconds"]) == set(cpu["flash_attention_backward_seconds"]) == blocks
     # keyed by the layer's GEMM FLOPs a step (batch x (inputs + hidden) x 4 hidden x 2), where torch has the layer

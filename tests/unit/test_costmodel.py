@@ -605,6 +605,19 @@ def test_a_gemm_deeper_and_wider_than_the_grid_costs_at_most_its_flops_at_the_ma
     assert found.parts["compute"] == pytest.approx(expected_us * US)
 
 
+def test_a_gemm_deeper_and_wider_than_the_grid_on_a_host_that_timed_wide_gemms_costs_their_line_per_weight_element():
+    # over a 100 x 200 weight, 1,000 us at 10 rows and 2,800 us at 100: per weight element 0.05 us and 0.14 us, the
+    # line 0.04 us + 0.001 us a row
+    wide = {"10x100x200": 1_000 * US, "100x100x200": 2_800 * US}
+    square = gemm("aten.mm", [[1000, 128], [128, 64]], 16_384_000)         # (0.04 + 1.0) us x 128 x 64 = 8,519.68 us
+    linear = gemm("aten.addmm", [[64], [50, 400], [400, 64]], 2_560_000)  # (0.04 + 0.05) us x 400 x 64 = 2,304 us
+    within = gemm("aten.mm", [[1000, 64], [64, 32]], 4_096_000)           # on the grid (N 32): 25,600 us
+    # at 1e14 FLOP/s the square would be 0.16 us: the rule without the wide GEMMs (the test above)
+    found = predict(census([square, linear, within], [stretch([(0, 1), (1, 1), (2, 1)])], device="cpu"),
+                    cpu(gemm_seconds=GRID, linear_seconds=LINEAR_GRID, wide_gemm_seconds=wide, matmul_flops=1e14))
+    assert found.parts["compute"] == pytest.approx((8_519.68 + 2_304 + 25_600) * US)
+
+
 def test_a_gemm_grid_missing_a_shape_is_refused_by_name():
     holed = {shape: seconds for shape, seconds in GRID.items() if shape != "1000x64x32"}
     with pytest.raises(PredictionError, match=r"host figure gemm_seconds: 7 shapes are not a grid .*2 x 2 x 2 shapes"):

@@ -217,7 +217,8 @@ def _shipped_profile(machine: str) -> dict:
 
 def test_a_full_profile_of_every_figure_is_kept_and_never_replaced_by_a_quick_one():
     full = _shipped_profile("amd-epyc-28e20464")  # a full calibration measuring every figure calibrate measured then,
-    full["cpu"] |= dict.fromkeys(costmodel.LSTM_RATES.values(), {"65536": 4e9})  # and the fused LSTM's since
+    full["cpu"] |= dict.fromkeys(costmodel.LSTM_RATES.values(), {"65536": 4e9})  # and the fused LSTM's since,
+    full["cpu"][costmodel.WIDE_GEMM] = {"16x1024x2048": 2e-3, "256x1024x2048": 1.3e-2}  # and the wide GEMMs'
     plan = planning.make(180, ["cpu"], records=[], profile=full)
     assert [s.kind for s in plan.done] == ["calibrate"] and "calibrate" not in {s.kind for s in plan.steps}
     assert planning.make(6 * 3600, ["cpu"], records=[], profile=full | {"quick": True}).steps[0].kind == "calibrate"

@@ -360,13 +360,14 @@ def test_a_gpu_s_memory_is_the_catalogue_s_or_what_pytorch_reported_on_its_machi
     assert second.value("memory_gib") == 23.6 and "PyTorch reports" in second.figures["memory_gib"].note
 
 
-def test_a_cpu_s_loader_sort_and_lstm_refinements_are_a_calibration_s_alone_and_only_where_measured(this_profile):
+def test_a_cpu_s_loader_sort_lstm_and_wide_gemm_refinements_are_a_calibration_s_alone_and_only_where_measured(this_profile):
     collecting = {"loader_uncollected_per_sample": {"64": 2e-6, "1024": 2.2e-6},
                   "loader_collections_per_sample": {"64": 0.0, "1024": 1.5e-5}, "full_collection_seconds": 0.12,
                   "collection_heap_objects": 240_000, "loader_numpy_field_seconds": 4e-7,
                   "sort_row_element_seconds": {"16": 3e-9, "128": 7e-9},
                   "lstm_layer_flops": {"65536": 4e9, "1048576": 3e10},
-                  "lstm_layer_backward_flops": {"65536": 3e9, "1048576": 3e10}}
+                  "lstm_layer_backward_flops": {"65536": 3e9, "1048576": 3e10},
+                  "wide_gemm_seconds": {"16x1024x2048": 3e-3, "256x1024x2048": 2e-2}}
     assert not any(d.has(field) for d in hardware.catalogue().devices.values() for field in collecting)
     older = made_profile("older-cpu")
     assert not any(hardware.from_profile(older, "cpu").has(field) for field in collecting)
