@@ -10,7 +10,10 @@ points, median and 90th percentile |error| (|predicted - measured| / measured), 
 1.25x and 1.5x, the worst ratio and the share predicted too fast; then every row. Needs this machine's calibrated
 profile (`python -m core calibrate --quick` makes one). Time it on a quiet machine: the measurements are real.
 
-    .venv/bin/python benchmarks/zoo_accuracy.py [--only NAME] [--json out.json] [--no-cpu-only]
+    .venv/bin/python benchmarks/zoo_accuracy.py [--only NAME] [--json out.json] [--against earlier.json] [--no-cpu-only]
+
+With --against (an earlier run's --json), it also says how far the measurements repeat: the share of the points both
+runs measured whose two measurements agree within 1.25x and 1.5x, the limits the model's shares are judged at.
 """
 import argparse
 import json
@@ -88,11 +91,33 @@ def report(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def repeatability(frame: pd.DataFrame, earlier: pd.DataFrame) -> str:
+    """How far this run's measurements and an earlier run's (the same machine's same points) agree, as
+    predictions.repeatability_text says it; '' where they share no measured point."""
+    keys = ["machine_id", "model", "unit", "input"]
+    both = frame.dropna(subset=["measured_s"]).merge(earlier.dropna(subset=["measured_s"])[keys + ["measured_s"]],
+                                                     on=keys, suffixes=("", "_earlier"))
+    text = predictions.repeatability_text(both.assign(ratio=both["measured_s"] / both["measured_s_earlier"]))
+    return f"how far the measurements repeat against the earlier run: {text}" if text else ""
+
+
+def _earlier(path: str) -> pd.DataFrame | str:
+    """An earlier run's frame (its --json), read before this run's minutes of measuring, or what is wrong with it."""
+    try:
+        earlier = pd.read_json(path, orient="records")
+    except (OSError, ValueError) as e:
+        return f"--against: {path} is not an earlier run's --json output ({e})"
+    missing = {"machine_id", "model", "unit", "input", "measured_s"} - set(earlier.columns)
+    return f"--against: {path} lacks the columns {', '.join(sorted(missing))}" if missing else earlier
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", metavar="NAME",
                         help="run only this zoo entry (its name or build function; repeatable)")
     parser.add_argument("--json", metavar="OUT", help="also save the frame of every row to OUT as JSON")
+    parser.add_argument("--against", metavar="EARLIER", help="an earlier run's --json: say how far the measurements "
+                                                             "of the points both measured agree")
     parser.add_argument("--cpu-only", action=argparse.BooleanOptionalAction, default=True,
                         help="predict on this machine's CPU only (default); --no-cpu-only predicts every catalogue GPU "
                              "too, as predict --model does by default (slower: each GPU's crossover sweep)")
@@ -107,6 +132,10 @@ def main() -> int:
         print(f"no zoo entry is named {', '.join(args.only)}: {', '.join(build for _, build, _ in ZOO)}",
               file=sys.stderr)
         return 2
+    earlier = _earlier(args.against) if args.against else None
+    if isinstance(earlier, str):
+        print(earlier, file=sys.stderr)
+        return 2
     rows = []
     for name, build, shape in entries:
         for unit, train in UNITS.items():
@@ -114,6 +143,8 @@ def main() -> int:
             rows.append(row(machine_id, name, build, shape, unit, run_one(build, shape, train, args.cpu_only)))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     print(report(frame))
+    if earlier is not None:
+        print(repeatability(frame, earlier) or f"no point of this run was measured in {args.against}")
     if args.json:
         frame.to_json(args.json, orient="records", indent=1)
         print(f"saved: {args.json}", file=sys.stderr)

@@ -3,6 +3,7 @@ model predicts it, as a forward and as a training step, on a catalogue CPU. No t
 benchmarks/zoo_accuracy.py times the zoo beside its predictions."""
 import math
 
+import pandas as pd
 import pytest
 
 from core.model import hardware
@@ -42,3 +43,16 @@ def test_every_zoo_input_is_one_predict_takes():
     for _, _, shape in ZOO:
         assert ownmodel.parse_input(shape).text == shape
     assert {ownmodel.parse_input(shape).dtype for _, _, shape in ZOO} == {"float32", "int64"}
+
+
+def test_the_benchmark_says_how_far_two_runs_measurements_agree():
+    from benchmarks import zoo_accuracy
+    point = {"machine_id": "m", "unit": "forward", "input": "4x8"}
+    earlier = pd.DataFrame([point | {"model": name, "measured_s": 1.0} for name in ("a", "b", "c", "unmeasured")])
+    later = pd.DataFrame([point | {"model": "a", "measured_s": 1.0}, point | {"model": "b", "measured_s": 1.3},
+                          point | {"model": "c", "measured_s": 0.5}, point | {"model": "new", "measured_s": 1.0},
+                          point | {"model": "unmeasured", "measured_s": None}])
+    assert zoo_accuracy.repeatability(later, earlier) == (
+        "how far the measurements repeat against the earlier run: two runs of the same configuration agree within "
+        "1.5x on 67% of 3 points, within 1.25x on 33% (worst 2.00x apart)")
+    assert zoo_accuracy.repeatability(later[later["model"] == "new"], earlier) == ""
