@@ -28,13 +28,13 @@ sys.path.insert(0, str(ROOT))
 
 from core import devices
 from core.model import costmodel, hardware, profiles
-from core.predict import predictions
+from core.predict import ownmodel, predictions
 from tests.zoo.models import ZOO
 
 MODELS = "tests/zoo/models.py"
 UNITS = {"forward": False, "train": True}
 COLUMNS = ["machine_id", "model", "build", "input", "unit", "device", "predicted_s", "measured_s", "ratio", "within",
-           "likely_low_s", "likely_high_s", "host_share", "bound", "regime", "noisy", "error"]
+           "likely_low_s", "likely_high_s", "host_share", "bound", "regime", "noisy", "page_faults", "error"]
 
 
 def run_one(build: str, shape: str, train: bool, cpu_only: bool) -> dict:
@@ -62,7 +62,7 @@ def row(machine_id: str, name: str, build: str, shape: str, unit: str, entry: di
     return found | {"predicted_s": entry["predicted_s"], "measured_s": entry["measured_s"], "ratio": ratio,
                     "likely_low_s": likely[0], "likely_high_s": likely[1],
                     "within": predictions.within(ratio), "host_share": share, "bound": regime, "regime": regime,
-                    "noisy": entry.get("measured_noisy")}
+                    "noisy": entry.get("measured_noisy"), "page_faults": entry.get("measured_page_faults")}
 
 
 def report(frame: pd.DataFrame) -> str:
@@ -84,6 +84,8 @@ def report(frame: pd.DataFrame) -> str:
                 lines.append(f"  {r.model} {r.unit} {r.input}: no figure: {r.error}")
                 continue
             noisy = " (noisy measurement)" if r.noisy else ""
+            if pd.notna(r.page_faults) and r.page_faults >= ownmodel.FAULTS_WORTH_SAYING:
+                noisy += f", {r.page_faults:,.0f} page faults a call"
             lines.append(f"  {r.model} {r.unit} {r.input}: predicted {r.predicted_s * 1e3:.4g} ms, measured "
                          f"{r.measured_s * 1e3:.4g} ms, x{r.ratio:.2f}, "
                          f"{'no parts' if pd.isna(r.host_share) else f'host share {r.host_share:.0%}, {r.regime}'}"

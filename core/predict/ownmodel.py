@@ -20,7 +20,7 @@ import torch
 from torch.utils import benchmark
 
 from core import devices, settings
-from core.measure import census, standin
+from core.measure import census, page_faults, standin
 from core.model import costmodel, hardware
 from core.predict import predictions, uncertainty
 from core.params import ConfigError, clip, shown
@@ -32,6 +32,7 @@ MAX_ELEMENTS = 2**34  # the census builds the input on the meta device only: thi
 RUN_BATCH = 2  # the batch of the one real call that checks a model runs before it is predicted (BatchNorm wants 2)
 MEASURE_SECONDS = 1.0  # --check: the least time torch.utils.benchmark spends timing blocks of calls
 CHECK_MEMORY_SHARE = 0.5  # the most of the free memory a real input may take (the model's activations need more)
+FAULTS_WORTH_SAYING = 100  # page faults a call (400 KB mapped afresh) from which --check's report names them
 SWEEP = tuple(2**i for i in range(17))  # batch sizes tried for the crossover: 1 .. 65,536
 TRAINING_COPIES = 4  # what a training step with Adam holds per trainable parameter: it, its gradient, two moments
 GIB = 2**30
@@ -141,10 +142,20 @@ def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dic
         raise _failed(e, given, train) from None
 
 
-def measure(model: torch.nn.Module, given: Input, train: bool) -> benchmark.Measurement:
+@dataclass(frozen=True)
+class Checked:
+    """--check's timing of one call on this machine's CPU, and the page faults a call took (over one more block of
+    calls after the timed ones; None where they are not counted): memory mapped afresh at each call, which the
+    cost model prices only for a tensor past MMAP_THRESHOLD."""
+    measurement: benchmark.Measurement
+    faults_per_call: float | None
+
+
+def measure(model: torch.nn.Module, given: Input, train: bool) -> Checked:
     """One call of `model` timed on this machine's CPU at torch's threads (torch.utils.benchmark: blocks of calls
     for at least MEASURE_SECONDS, after a first call), on random floats, or zeros for indices (a valid index into
-    any table). `model` must be a build of its own: the census moves the module it counts to the stand-in."""
+    any table), and its page faults. `model` must be a build of its own: the census moves the module it counts to
+    the stand-in."""
     model = eager(model)[0].train(train)
     _fits_here(given, "--check", "check a smaller batch")
     call = _one_call(model, train, lambda: x)
@@ -152,7 +163,8 @@ def measure(model: torch.nn.Module, given: Input, train: bool) -> benchmark.Meas
         x = _real_input(given, torch.device("cpu"))
         call()
         timer = benchmark.Timer("call()", globals={"call": call}, num_threads=torch.get_num_threads())
-        return timer.blocked_autorange(min_run_time=MEASURE_SECONDS)
+        timed = timer.blocked_autorange(min_run_time=MEASURE_SECONDS)
+        return Checked(timed, page_faults.per_call(call, timed.number_per_run))
     except MemoryError:
         raise ConfigError("--check", f"timing on input {given.text} ran out of this machine's memory: check a smaller "
                                      f"batch") from None
@@ -329,12 +341,21 @@ def _largest_input(op: dict) -> float:
     return max(*inputs, op["copy"]["bytes"] if op["copy"] else 0, 0)
 
 
-def beside(found: list[dict], measured: benchmark.Measurement, device: str) -> list[dict]:
-    """The report with the measurement (measure's) beside the prediction for `device` (this machine's CPU)."""
+def beside(found: list[dict], checked: Checked, device: str) -> list[dict]:
+    """The report with the measurement (measure's) beside the prediction for `device` (this machine's CPU), with its
+    page faults a call and, on a host whose calibration measured what a fault costs, their seconds."""
+    measured = checked.measurement
     taken = {"measured_s": measured.median, "measured_iqr_s": measured.iqr, "measured_blocks": len(measured.times),
              "calls_per_block": measured.number_per_run, "threads": measured.num_threads,
-             "measured_noisy": is_noisy(measured.iqr, measured.median)}
-    return [entry | taken if entry["device"] == device else entry for entry in found]
+             "measured_noisy": is_noisy(measured.iqr, measured.median),
+             "measured_page_faults": checked.faults_per_call}
+    return [entry | taken | _fault_seconds(entry, checked.faults_per_call) if entry["device"] == device else entry
+            for entry in found]
+
+
+def _fault_seconds(entry: dict, faults: float | None) -> dict:
+    per_byte = costmodel.fault_seconds_per_byte(hardware.resolve(entry["device"]).host) if faults else 0.0
+    return {"measured_page_fault_s": faults * page_faults.PAGE_BYTES * per_byte} if per_byte else {}
 
 
 def _measured_text(entry: dict) -> str:
@@ -343,7 +364,17 @@ def _measured_text(entry: dict) -> str:
              f"the machine is idle" if entry["measured_noisy"] else "")
     return (f"measured here {seconds_text(entry['measured_s'])} (median of {entry['measured_blocks']} blocks of {calls} "
             f"call{'s' * (calls != 1)}, IQR {seconds_text(entry['measured_iqr_s'])}, {entry['threads']} threads): "
-            f"predicted/measured {entry['predicted_s'] / entry['measured_s']:.2f}{noisy}")
+            f"predicted/measured {entry['predicted_s'] / entry['measured_s']:.2f}{noisy}{_faults_text(entry)}")
+
+
+def _faults_text(entry: dict) -> str:
+    faults = entry.get("measured_page_faults")
+    if not faults or faults < FAULTS_WORTH_SAYING:
+        return ""
+    cost = entry.get("measured_page_fault_s")
+    of_it = f": about {seconds_text(cost)} of each call at this machine's cost of a fault" if cost else ""
+    return (f"; each call took {faults:,.0f} page faults (memory the allocator mapped afresh{of_it}, which the "
+            f"prediction counts only for tensors past {costmodel.MMAP_THRESHOLD // 2**20} MiB)")
 
 
 def report_text(found: list[dict], spec: str, train: bool, compiled: bool = False) -> str:

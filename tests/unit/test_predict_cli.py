@@ -8,9 +8,10 @@ import torch
 from core import devices, settings
 from core.predict import ownmodel, uncertainty
 from core.model import profiles
-from core.measure import standin
+from core.measure import page_faults, standin
 from core.measure.kernels import cpu_rnn
 from core.present import tables
+from core.present.tables import seconds_text
 from core.commands.cli import main
 
 MODEL_FILE = '''
@@ -235,6 +236,7 @@ def test_your_own_model_is_timed_here_beside_its_prediction_with_check(capsys, c
     assert cpu["device"] == "this" and cpu["measured_s"] > 0 and cpu["measured_iqr_s"] >= 0
     assert cpu["measured_blocks"] >= 1 and cpu["calls_per_block"] >= 1 and cpu["threads"] == torch.get_num_threads()
     assert "measured_s" not in gpu  # a GPU is predicted, never measured here
+    assert cpu["measured_page_faults"] >= 0  # counted (Linux)
     assert main(["predict", "--model", f"{model_file}:tagger", "--input", "8x20:int64", "--train", "--check",
                  "--on", "this"]) == 0  # indices are timed on zeros, a valid index into any table
     out = capsys.readouterr().out
@@ -255,14 +257,41 @@ def test_a_noisy_check_says_so_and_to_time_it_again(capsys, calibrated, model_fi
         return benchmark.Measurement(number_per_run=1, raw_times=times, task_spec=benchmark.TaskSpec("call()", "",
                                                                                                       num_threads=1))
     argv = ["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this", "--check"]
-    monkeypatch.setattr(ownmodel, "measure", lambda *args: measured([1e-3, 1e-3, 1.01e-3, 0.1, 0.1]))
+    monkeypatch.setattr(ownmodel, "measure", lambda *args: ownmodel.Checked(measured([1e-3, 1e-3, 1.01e-3, 0.1, 0.1]),
+                                                                            0.0))
     assert main([*argv, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["measured_noisy"] is True
     assert main(argv) == 0
     assert "noisy (IQR 9802% of the median): time it again when the machine is idle" in capsys.readouterr().out
-    monkeypatch.setattr(ownmodel, "measure", lambda *args: measured([1e-3, 1e-3, 1.01e-3, 1.02e-3, 1e-3]))
+    monkeypatch.setattr(ownmodel, "measure", lambda *args: ownmodel.Checked(measured([1e-3, 1e-3, 1.01e-3, 1.02e-3,
+                                                                                      1e-3]), 0.0))
     assert main(argv) == 0
     assert "noisy" not in capsys.readouterr().out
+
+
+def test_a_check_whose_calls_fault_pages_says_how_many_and_what_they_cost_here(capsys, calibrated, model_file,
+                                                                             monkeypatch):
+    from torch.utils import benchmark
+    timed = benchmark.Measurement(number_per_run=1, raw_times=[1e-3] * 5,
+                                  task_spec=benchmark.TaskSpec("call()", "", num_threads=1))
+    argv = ["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this", "--check"]
+    monkeypatch.setattr(ownmodel, "measure", lambda *args: ownmodel.Checked(timed, 2000.0))
+    profile = profiles.load()
+    # the largest add at 1e8 elements a second: 10 ns an element, of which 1 ns in cache (1e9) and 1 ns its 12 bytes
+    # streamed (1.2e10 B/s): 8 ns for faulting 4 bytes in, 2 ns a byte, 8.192 us a 4,096-byte page
+    profile["cpu"] |= {"elementwise_rate": {"4096": 1e9, "1048576": 1e9, "16777216": 1e8}, "memory_bandwidth": 1.2e10}
+    profiles.save(profile)
+    assert main([*argv, "--json"]) == 0
+    [cpu] = json.loads(capsys.readouterr().out)
+    assert cpu["measured_page_faults"] == 2000.0
+    assert cpu["measured_page_fault_s"] == pytest.approx(2000 * 2e-9 * page_faults.PAGE_BYTES)
+    assert main(argv) == 0
+    assert (f"; each call took 2,000 page faults (memory the allocator mapped afresh: about "
+            f"{seconds_text(2000 * 2e-9 * page_faults.PAGE_BYTES)} of each call at this machine's cost of a fault, "
+            f"which the prediction counts only for tensors past 32 MiB)") in capsys.readouterr().out
+    monkeypatch.setattr(ownmodel, "measure", lambda *args: ownmodel.Checked(timed, 50.0))  # a few: not worth a word
+    assert main(argv) == 0
+    assert "page faults" not in capsys.readouterr().out
 
 
 @pytest.mark.full

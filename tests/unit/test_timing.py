@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from core.measure import timing
+from core.measure import page_faults, timing
 from core.store import results
 from core.measure.timing import Measurement, Workload
 
@@ -128,3 +128,12 @@ def test_a_call_warmed_up_by_the_experiment_is_not_cold():
     m = timing.run(Workload(lambda: None, unit="call", repeats=2, warmup=0, prewarmed=True), "cpu")
     assert m.warmup == () and not m.cold
     assert timing.run(Workload(lambda: None, unit="call", repeats=2, warmup=0), "cpu").cold
+
+
+def test_page_faults_count_the_pages_a_call_maps_afresh():
+    pytest.importorskip("resource", reason="Windows has no getrusage: its page faults go uncounted")
+    mapped = 64 * 2**20  # past glibc's largest mmap threshold: a new tensor this large is mapped afresh at each call
+    huge_page = 2 * 2**20  # where the kernel backs it with transparent huge pages, one fault each
+    assert page_faults.per_call(lambda: torch.ones(mapped // 4), 3) >= mapped / huge_page
+    kept = torch.ones(16)
+    assert page_faults.per_call(lambda: kept.add(1), 100) < 1  # a small tensor reuses the heap's pages
