@@ -3,6 +3,7 @@ top of its heap and maps large blocks afresh) and touched again, each page fault
 fault costs microseconds: a oneDNN convolution whose reorder buffers are mapped afresh at every call took 12.6 ms
 with 2,624 faults a call on the 2-core AMD EPYC VM, and 1.9 ms with none."""
 import mmap
+from typing import Callable
 
 try:
     import resource
@@ -17,7 +18,7 @@ def minor_faults() -> int | None:
     return None if resource is None else resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def per_call(call, calls: int) -> float | None:
+def per_call(call: Callable[[], object], calls: int) -> float | None:
     """The minor page faults of `calls` calls of `call`, per call; None where they are not counted."""
     before = minor_faults()
     for _ in range(calls):
