@@ -4,7 +4,7 @@ import streamlit as st
 from core import settings
 from core.commands import jobs
 from core.model import costmodel, hardware, profiles
-from core.predict import families, uncertainty, yourmodel
+from core.predict import families, ownmodel, uncertainty, yourmodel
 from core.present import model_charts
 from core.present.tables import seconds_text
 from core.store.runlock import BusyError
@@ -53,6 +53,8 @@ def _cpu_answer(found: yourmodel.Timed, described: families.Description) -> None
                     f"{timed['measured_blocks']} blocks of {timed['calls_per_block']} calls, IQR "
                     f"{seconds_text(timed['measured_iqr_s'])}, {timed['threads']} threads"
                     f"{'; noisy' if timed['measured_noisy'] else ''}): predicted / measured {ratio:.2f}.")
+        if faults := ownmodel.faults_text(timed):
+            st.caption(f"{faults[0].upper()}{faults[1:]}.")
     _measure_button(described, timed is not None)
 
 

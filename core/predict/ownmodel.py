@@ -364,16 +364,18 @@ def _measured_text(entry: dict) -> str:
              f"the machine is idle" if entry["measured_noisy"] else "")
     return (f"measured here {seconds_text(entry['measured_s'])} (median of {entry['measured_blocks']} blocks of {calls} "
             f"call{'s' * (calls != 1)}, IQR {seconds_text(entry['measured_iqr_s'])}, {entry['threads']} threads): "
-            f"predicted/measured {entry['predicted_s'] / entry['measured_s']:.2f}{noisy}{_faults_text(entry)}")
+            f"predicted/measured {entry['predicted_s'] / entry['measured_s']:.2f}{noisy}"
+            f"{'; ' + faults if (faults := faults_text(entry)) else ''}")
 
 
-def _faults_text(entry: dict) -> str:
+def faults_text(entry: dict) -> str:
+    """'each call took 4,032 page faults (...)' where a check's calls took FAULTS_WORTH_SAYING or more, else ''."""
     faults = entry.get("measured_page_faults")
-    if not faults or faults < FAULTS_WORTH_SAYING:
+    if not isinstance(faults, (int, float)) or faults < FAULTS_WORTH_SAYING:
         return ""
     cost = entry.get("measured_page_fault_s")
     of_it = f": about {seconds_text(cost)} of each call at this machine's cost of a fault" if cost else ""
-    return (f"; each call took {faults:,.0f} page faults (memory the allocator mapped afresh{of_it}, which the "
+    return (f"each call took {faults:,.0f} page faults (memory the allocator mapped afresh{of_it}, which the "
             f"prediction counts only for tensors past {costmodel.MMAP_THRESHOLD // 2**20} MiB)")
 
 

@@ -109,6 +109,23 @@ def test_a_read_only_server_predicts_but_offers_no_timing(monkeypatch, quick_pro
     assert TIME_IT not in [b.label for b in at.button]
 
 
+def test_a_timing_whose_calls_faulted_pages_says_how_many_and_what_they_cost(quick_profile):
+    profiles.save(copy.deepcopy(quick_profile))
+    query = {"family": "mlp", "batch": "32", "gpus": "t4"}
+    entry = {"device": "this", "predicted_s": 1e-3, "measured_s": 2e-3, "measured_iqr_s": 1e-5, "measured_blocks": 40,
+             "calls_per_block": 10, "threads": 2, "measured_noisy": False}
+    path = yourmodel.check_path(families.from_query(query))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"report": [entry | {"measured_page_faults": 2500.0, "measured_page_fault_s": 1.2e-3}]}))
+    at = opened(query)
+    assert "**Measured on this machine's CPU**: 2 ms a call" in said(at)
+    assert ("Each call took 2,500 page faults (memory the allocator mapped afresh: about 1.2 ms of each call at this "
+            "machine's cost of a fault, which the prediction counts only for tensors past 32 MiB).") in said(at)
+    path.write_text(json.dumps({"report": [entry | {"measured_page_faults": 40.0}]}))  # a few: not worth a word
+    at = opened(query)
+    assert "**Measured on this machine's CPU**: 2 ms a call" in said(at) and "page faults" not in said(at)
+
+
 @pytest.mark.full
 def test_the_file_offered_gives_the_page_s_predicted_times_through_the_cli(tmp_path, capsys):
     host = catalogue_cpu()
