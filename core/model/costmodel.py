@@ -31,8 +31,9 @@ SORT_ROWS = "sort_row_element_seconds"
 # calibrate's largest element-wise probe that runs in cache (SMALL_ELEMENTWISE): 12 MB of float32 operands; its larger
 # probe streams from memory and faults its pages in
 IN_CACHE_ELEMENTS = 2**20
-# glibc's largest mmap threshold on 64-bit Linux: a CPU tensor past it is mapped afresh at every allocation, and each of
-# its pages faults in on its first write (one below it is reused from the heap once the threshold has grown to it)
+# glibc's largest mmap threshold on 64-bit Linux: a CPU tensor of this size or more (its chunk's header puts a tensor of
+# exactly 32 MiB past it) is mapped afresh at every allocation, and each of its pages faults in on its first write (one
+# below it is reused from the heap once the threshold has grown to it)
 MMAP_THRESHOLD = 32 * 2**20
 # A host's figures for its DataLoader's full garbage collections: all or none (they come from one probe)
 COLLECTION_FIGURES = (UNCOLLECTED, COLLECTIONS, COLLECTION_SECONDS, HEAP)
@@ -370,7 +371,7 @@ def _host_work(op: dict, host) -> float:
 
 
 def _written_bytes(op: dict) -> float:
-    """The bytes of the new tensor an operation writes, where the census tells them and it is past MMAP_THRESHOLD (0
+    """The bytes of the new tensor an operation writes, where the census tells them and it is MMAP_THRESHOLD or more (0
     otherwise, and for an in-place operation, which writes over a tensor it has): a GEMM's M x N, a per-element
     operation's elements (its FLOPs), at its first operand's element size."""
     if op["op"].endswith("_"):
@@ -381,7 +382,7 @@ def _written_bytes(op: dict) -> float:
     else:
         elements = 0.0 if op["formula"] else op["flops"]
     written = elements * _element_size(op)
-    return written if written > MMAP_THRESHOLD else 0.0
+    return written if written >= MMAP_THRESHOLD else 0.0
 
 
 def _element_size(op: dict) -> int:
@@ -398,7 +399,7 @@ def fault_seconds_per_byte(host) -> float:
     if host.origin != "calibrated" or not getattr(figure, "sized", False):
         return 0.0
     largest = figure.value[-1][0]
-    if 4 * largest <= MMAP_THRESHOLD:
+    if 4 * largest < MMAP_THRESHOLD:
         return 0.0
     streamed = 12 / host.value("memory_bandwidth")
     beyond = 1 / figure.value[-1][1] - 1 / host.value("elementwise_rate", flops=min(largest, IN_CACHE_ELEMENTS)) - streamed

@@ -842,6 +842,11 @@ def test_a_new_tensor_past_the_mmap_threshold_faults_its_pages_in_at_the_hosts_r
     big = op("aten.mul", where="cpu", flops=2**24, bytes=1.2e8, dtypes=["float32", "float32"])
     found = predict(census([big], [stretch([(0, 1)])], device="cpu"), _real_cpu(FAULTING))
     assert_parts(found, parts(host=5 * US, compute=2**24 * 1e-9 + 1.2e-2 + 2**26 * 0.45e-9))
+    # exactly 32 MiB (2**23 elements: 32 x 16 x 128 x 128 floats): glibc maps it afresh too (its chunk's header puts
+    # it past the threshold)
+    exact = big | {"flops": 2**23, "bytes": 6e7}
+    found = predict(census([exact], [stretch([(0, 1)])], device="cpu"), _real_cpu(FAULTING))
+    assert found.parts["compute"] == pytest.approx(2**23 * 1e-9 + 6e-3 + 2**25 * 0.45e-9)
     # in place (mul_), or 8 MiB (under the threshold): no faults
     for small in (big | {"op": "aten.mul_"}, big | {"flops": 2**21, "bytes": 1.5e7}):
         found = predict(census([small], [stretch([(0, 1)])], device="cpu"), _real_cpu(FAULTING))
