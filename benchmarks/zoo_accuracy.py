@@ -83,13 +83,13 @@ def report(frame: pd.DataFrame) -> str:
             if isinstance(r.error, str):
                 lines.append(f"  {r.model} {r.unit} {r.input}: no figure: {r.error}")
                 continue
-            noisy = " (noisy measurement)" if r.noisy else ""
+            notes = " (noisy measurement)" if r.noisy else ""
             if pd.notna(r.page_faults) and r.page_faults >= ownmodel.FAULTS_WORTH_SAYING:
-                noisy += f", {r.page_faults:,.0f} page faults a call"
+                notes += f", {r.page_faults:,.0f} page faults a call"
             lines.append(f"  {r.model} {r.unit} {r.input}: predicted {r.predicted_s * 1e3:.4g} ms, measured "
                          f"{r.measured_s * 1e3:.4g} ms, x{r.ratio:.2f}, "
                          f"{'no parts' if pd.isna(r.host_share) else f'host share {r.host_share:.0%}, {r.regime}'}"
-                         f"{noisy}")
+                         f"{notes}")
     return "\n".join(lines)
 
 
