@@ -146,7 +146,7 @@ def take(model: torch.nn.Module, given: Input, train: bool, on_gpu: bool) -> dic
 class Checked:
     """--check's timing of one call on this machine's CPU, and the page faults a call took (over one more block of
     calls after the timed ones; None where they are not counted): memory mapped afresh at each call, which the
-    cost model prices only for a tensor past MMAP_THRESHOLD."""
+    cost model prices only for a tensor of MMAP_THRESHOLD or more."""
     measurement: benchmark.Measurement
     faults_per_call: float | None
 
@@ -376,7 +376,7 @@ def faults_text(entry: dict) -> str:
     cost = entry.get("measured_page_fault_s")
     of_it = f": about {seconds_text(cost)} of each call at this machine's cost of a fault" if cost else ""
     return (f"each call took {faults:,.0f} page faults (memory the allocator mapped afresh{of_it}, which the "
-            f"prediction counts only for tensors past {costmodel.MMAP_THRESHOLD // 2**20} MiB)")
+            f"prediction counts only for tensors of {costmodel.MMAP_THRESHOLD // 2**20} MiB or more)")
 
 
 def report_text(found: list[dict], spec: str, train: bool, compiled: bool = False) -> str:

@@ -121,7 +121,7 @@ def test_a_timing_whose_calls_faulted_pages_says_how_many_and_what_they_cost(qui
     at = opened(query)
     assert "**Measured on this machine's CPU**: 2 ms a call" in said(at)
     assert ("Each call took 2,500 page faults (memory the allocator mapped afresh: about 1.2 ms of each call at this "
-            "machine's cost of a fault, which the prediction counts only for tensors past 32 MiB).") in said(at)
+            "machine's cost of a fault, which the prediction counts only for tensors of 32 MiB or more).") in said(at)
 
 
 @pytest.mark.full

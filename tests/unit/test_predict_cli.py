@@ -288,7 +288,7 @@ def test_a_check_whose_calls_fault_pages_says_how_many_and_what_they_cost_here(c
     assert main(argv) == 0
     assert (f"; each call took 2,000 page faults (memory the allocator mapped afresh: about "
             f"{seconds_text(2000 * 2e-9 * page_faults.PAGE_BYTES)} of each call at this machine's cost of a fault, "
-            f"which the prediction counts only for tensors past 32 MiB)") in capsys.readouterr().out
+            f"which the prediction counts only for tensors of 32 MiB or more)") in capsys.readouterr().out
     monkeypatch.setattr(ownmodel, "measure", lambda *args: ownmodel.Checked(timed, 50.0))  # a few: not worth a word
     assert main(argv) == 0
     assert "page faults" not in capsys.readouterr().out
