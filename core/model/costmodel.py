@@ -538,8 +538,7 @@ def _wide_gemm_seconds(shape: tuple[int, int, int], host) -> float:
     (WIDE_GEMM): the line through their times in M, per element of their weight, times its own weight's K x N. Such
     a GEMM streams its weight: a fixed part per weight element, whatever the rows (on the AMD EPYC VM, 512 x 4096 took
     3 ms at 16 rows, where the grid's corner grown in proportion ran at its in-cache rate), and a part per row."""
-    timed = sorted((tuple(int(size) for size in key.split("x")), seconds)
-                   for key, seconds in host.value(WIDE_GEMM).items())
+    timed = sorted((_sizes(key), seconds) for key, seconds in host.value(WIDE_GEMM).items())
     (few, k0, n0), few_s = timed[0]
     (many, k1, n1), many_s = timed[-1]
     per_weight = few_s / (k0 * n0), many_s / (k1 * n1)  # seconds per weight element
@@ -548,10 +547,15 @@ def _wide_gemm_seconds(shape: tuple[int, int, int], host) -> float:
     return (fixed + slope * shape[0]) * shape[1] * shape[2]
 
 
+def _sizes(shape: str) -> tuple[int, ...]:
+    """A grid figure's shape key ('MxKxN') as its sizes."""
+    return tuple(int(size) for size in shape.split("x"))
+
+
 @lru_cache(maxsize=16)
 def _grid_axes(figure: tuple[tuple[str, float], ...]) -> list[list[int]]:
     """The sizes a grid figure's shapes ('MxKxN') take in each of their three dimensions, in order."""
-    return [sorted({int(shape.split("x")[i]) for shape, _ in figure}) for i in range(3)]
+    return [sorted({_sizes(shape)[i] for shape, _ in figure}) for i in range(3)]
 
 
 @lru_cache(maxsize=16)
@@ -567,7 +571,7 @@ def gemm_grid(field: str, figure: tuple[tuple[str, float], ...]):
     problem = not_a_grid([shape for shape, _ in figure])
     if problem:
         raise PredictionError(f"host figure {field}: {problem}")
-    times = {tuple(int(size) for size in shape.split("x")): seconds for shape, seconds in figure}
+    times = {_sizes(shape): seconds for shape, seconds in figure}
     axes = _grid_axes(figure)
     cube = np.array([[[times[m, k, n] for n in axes[2]] for k in axes[1]] for m in axes[0]])
     from scipy.interpolate import RegularGridInterpolator  # imported here: 0.7 s of every command's start otherwise

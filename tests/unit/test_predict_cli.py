@@ -251,11 +251,14 @@ def test_your_own_model_is_timed_here_beside_its_prediction_with_check(capsys, c
             in capsys.readouterr().err)
 
 
-def test_a_noisy_check_says_so_and_to_time_it_again(capsys, calibrated, model_file, monkeypatch):
+def measured(times: list[float]):
+    """A check's timing of one call a block, as torch.utils.benchmark reports it."""
     from torch.utils import benchmark
-    def measured(times):
-        return benchmark.Measurement(number_per_run=1, raw_times=times, task_spec=benchmark.TaskSpec("call()", "",
-                                                                                                      num_threads=1))
+    return benchmark.Measurement(number_per_run=1, raw_times=times, task_spec=benchmark.TaskSpec("call()", "",
+                                                                                                  num_threads=1))
+
+
+def test_a_noisy_check_says_so_and_to_time_it_again(capsys, calibrated, model_file, monkeypatch):
     argv = ["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this", "--check"]
     monkeypatch.setattr(ownmodel, "measure", lambda *args: ownmodel.Checked(measured([1e-3, 1e-3, 1.01e-3, 0.1, 0.1]),
                                                                             0.0))
@@ -271,9 +274,7 @@ def test_a_noisy_check_says_so_and_to_time_it_again(capsys, calibrated, model_fi
 
 def test_a_check_whose_calls_fault_pages_says_how_many_and_what_they_cost_here(capsys, calibrated, model_file,
                                                                              monkeypatch):
-    from torch.utils import benchmark
-    timed = benchmark.Measurement(number_per_run=1, raw_times=[1e-3] * 5,
-                                  task_spec=benchmark.TaskSpec("call()", "", num_threads=1))
+    timed = measured([1e-3] * 5)
     argv = ["predict", "--model", f"{model_file}:build", "--input", "64x84", "--on", "this", "--check"]
     monkeypatch.setattr(ownmodel, "measure", lambda *args: ownmodel.Checked(timed, 2000.0))
     profile = profiles.load()
