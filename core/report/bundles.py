@@ -292,7 +292,7 @@ def _merge_record(name: str, data: bytes, folder: Path, existing: dict[str, Path
                          "not those of its name")
     here = existing.get(record["run_id"])
     if here is not None:
-        if results.read_record(here) == record:
+        if results.settled(results.read_record(here)) == results.settled(record):
             return "this run is already here, the same"
         raise ValueError(f"a different record of run {record['run_id']} is already here ({here}); a record is "
                          "never overwritten")

@@ -205,12 +205,19 @@ def load_records(results_dir: Path = None) -> list[dict]:
             active[machine] = (runlock.holder(folder, machine) or {}).get("run_id")
         if record["status"] == "running" and record["run_id"] != active[machine]:
             record["status"] = "partial"
-        if record["status"] in ("partial", "cancelled") and _measured_in_full(record):
-            taken = len(record.get("standin") or [])
-            record.update(status="complete", error=None if record.get("standins_planned") is not None else
-                          f"{STANDINS_CUT} ({taken} taken)")
-        records.append(record)
+        records.append(settled(record))
     return records
+
+
+def settled(record: dict) -> dict:
+    """The record as it is read once no run holds it: one stopped (interrupted or cancelled) after its last point
+    reads as complete, one from before it said what stand-ins it planned saying so in its error. A bundle carries
+    records so read, and an import compares them so."""
+    if record["status"] in ("partial", "cancelled") and _measured_in_full(record):
+        taken = len(record.get("standin") or [])
+        record.update(status="complete", error=None if record.get("standins_planned") is not None else
+                      f"{STANDINS_CUT} ({taken} taken)")
+    return record
 
 
 def record_summary(record: dict) -> dict:

@@ -50,6 +50,23 @@ def test_importing_twice_adds_nothing(source, results_dir):
     assert sorted(p for p in results_dir.rglob("*") if p.is_file()) == files
 
 
+def test_a_run_stopped_after_its_last_point_is_the_same_run_when_its_bundle_comes_back(source, results_dir):
+    """A bundle carries a record as it is read (a run cancelled in its stand-in censuses reads as complete): the
+    doctor's bundle of a machine whose shipped record says cancelled is that record, not a different one."""
+    cancelled = results.read_record(source / MACHINE / f"{RUNS[0]}.json") | {"status": "cancelled",
+                                                                             "error": "cancelled by the user"}
+    cancelled.pop("standins_planned", None)
+    files.write_atomic(source / MACHINE / f"{RUNS[0]}.json", cancelled)
+    data, _ = bundles.export_bytes(results_dir=source)
+    shutil.copytree(source / MACHINE, results_dir / MACHINE)
+    before = (results_dir / MACHINE / f"{RUNS[0]}.json").read_bytes()
+    imported = bundles.import_bundle(data)
+    assert not imported.refused and not imported.added
+    assert any(RUNS[0] in name and why == "this run is already here, the same" for name, why in imported.skipped)
+    assert (results_dir / MACHINE / f"{RUNS[0]}.json").read_bytes() == before
+    assert by_run(results_dir)[RUNS[0]]["status"] == "complete"
+
+
 def test_a_run_already_here_with_other_content_is_refused_and_kept(source, results_dir):
     data, _ = bundles.export_bytes(results_dir=source)
     (results_dir / MACHINE).mkdir(parents=True)
