@@ -604,6 +604,9 @@ def launch_and_sync(device: str, effort: Effort) -> dict:
     def launch():
         torch.add(a, b, out=out)
 
+    def launch_fresh():  # as a model's ops launch: into a new tensor, the caching allocator's call included
+        return a + b
+
     def launch_and_wait():
         launch()
         devices.synchronize(device)
@@ -618,7 +621,7 @@ def launch_and_sync(device: str, effort: Effort) -> dict:
 
     kernel = [devices.queued_seconds(device, queue, effort.queued_kernels).device for _ in range(effort.repeats)]
     enqueued = [devices.queued_seconds(device, enqueue, effort.queued_kernels).host for _ in range(effort.repeats)]
-    return {"launch_overhead": _seconds(launch, device, effort, sync=_host_only),
+    return {"launch_overhead": _seconds(launch_fresh, device, effort, sync=_host_only),
             "shortest_kernel": min(kernel),
             "kernel_enqueue": min(enqueued),
             "sync_round_trip": _seconds(launch_and_wait, device, effort)}

@@ -161,7 +161,7 @@ FIELDS = (
     Field("lstm_layer_backward_flops", "FLOP/s", "the same for its backward (aten.mkldnn_rnn_layer_backward: twice "
           "the forward's GEMM FLOPs), by the layer's GEMM FLOPs per step", 1e6, 1e17, HOST, sized=True,
           required=False),
-    Field("launch_overhead", "s/op", "host time to launch a tiny kernel (1-element add, not waited for)",
+    Field("launch_overhead", "s/op", "host time to launch a tiny kernel (1-element add into a new tensor, not waited for)",
           1e-8, 1e-2, GPU),
     Field("shortest_kernel", "s", "device time of that kernel, run back to back with many", 1e-9, 1e-3, GPU),
     Field("sync_round_trip", "s", "a tiny kernel launched and waited for (synchronize)", 1e-7, 1e-1, GPU),

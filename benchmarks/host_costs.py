@@ -1,0 +1,133 @@
+"""What the host pays per operation, by class, where the cost model's figures come from one class alone: the
+measurements the next probes of the calibration should be designed from (issue 47's host-bound GPU points, and the
+16-thread CPU's host-bound points, both predicted about half their time on the lent H200's machine).
+
+1. On each GPU here: the host's seconds per call of small operations of each class on its tensors, queued behind a
+   spin kernel so that no call waits for the device (devices.queued_seconds), with and without autograd recording;
+   beside it the same call on the CPU's tensors (its dispatch and work). The calibration measures one class (a
+   1-element add: launch_overhead).
+2. On the CPU, at torch's default threads and at one: a GEMM's seconds back to back (what the calibration's grid
+   times) and with a stretch of single-threaded Python between calls (what a model's step does between its GEMMs),
+   less that stretch: the cost of waking the intra-op threads, where there is one.
+
+    .venv/bin/python benchmarks/host_costs.py [--json out.json]
+
+Prints one table per part; a part that needs CUDA says it could not run on a machine without it.
+"""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core import devices  # noqa: E402
+from core.measure import timing  # noqa: E402
+
+QUEUED_CALLS = 200
+GEMM_SIZES = (16, 64, 128, 256)
+PAUSE_S = 20e-6  # single-threaded Python between two GEMMs, about a small op's dispatch or two
+
+
+def operations(device: str, grad: bool) -> dict:
+    """Each class's call on `device`: small operands, fresh outputs (the caching allocator in the call)."""
+    def t(*shape):
+        return torch.randn(*shape, device=device, requires_grad=grad)
+    one, a, b, bias = t(1), t(64, 64), t(64, 64), t(64)
+    x1, w1 = t(8, 16, 32), t(32, 16, 5)
+    x2, w2 = t(8, 16, 8, 8), t(32, 16, 3, 3)
+    linear = torch.nn.Linear(64, 64).to(device).requires_grad_(grad)
+    mlp = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.ReLU(), torch.nn.Linear(32, 3)).to(device)
+    mlp.requires_grad_(grad)
+    x4 = t(16, 4)
+    return {
+        "add 1 element": lambda: one + one,
+        "relu 64x64": lambda: torch.relu(a),
+        "sum 64x64": lambda: a.sum(),
+        "t (a view, no kernel)": lambda: a.t(),
+        "mm 64x64x64 (cuBLAS)": lambda: a @ b,
+        "addmm 64x64x64 (cuBLAS)": lambda: torch.addmm(bias, a, b),
+        "F.linear 64->64": lambda: F.linear(a, b, bias),
+        "nn.Linear 64->64 (module call)": lambda: linear(a),
+        "conv1d 16->32 k5 (cuDNN)": lambda: F.conv1d(x1, w1),
+        "conv2d 16->32 k3 (cuDNN)": lambda: F.conv2d(x2, w2),
+        "mse_loss 64x64": lambda: F.mse_loss(a, b),
+        "iris MLP forward (5 ops, 4 modules)": lambda: mlp(x4),
+    }
+
+
+def host_per_call(fn, device: str) -> float:
+    """Seconds of the host per call: queued behind a spin kernel on a GPU, back to back on the CPU; best of five."""
+    if devices.kind(device) == "cpu":
+        return min(timing.micro(fn, device, repeats=5, block_seconds=0.02).samples)
+
+    def queue():
+        for _ in range(QUEUED_CALLS):
+            fn()
+    fn(), devices.synchronize(device)
+    return min(devices.queued_seconds(device, queue, QUEUED_CALLS).host for _ in range(5))
+
+
+def op_table(gpus: list[str]) -> list[dict]:
+    rows = []
+    for grad in (False, True):
+        for device in ["cpu", *gpus]:
+            for name, fn in operations(device, grad).items():
+                rows.append({"part": "ops", "device": device, "autograd": grad, "operation": name,
+                             "host_us": 1e6 * host_per_call(fn, device)})
+    return rows
+
+
+def spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def wake_table() -> list[dict]:
+    rows = []
+    default = torch.get_num_threads()
+    for threads in sorted({default, 1}, reverse=True):
+        torch.set_num_threads(threads)
+        for n in GEMM_SIZES:
+            a, b = torch.randn(n, n), torch.randn(n, n)
+            back_to_back = host_per_call(lambda: a @ b, "cpu")
+
+            def paused():
+                spin(PAUSE_S)
+                a @ b
+            rows.append({"part": "wake", "threads": threads, "size": n, "back_to_back_us": 1e6 * back_to_back,
+                         "after_pause_us": 1e6 * (host_per_call(paused, "cpu") - PAUSE_S)})
+    torch.set_num_threads(default)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="also write every row here")
+    args = parser.parse_args()
+    gpus = [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, GPUs: "
+          f"{', '.join(torch.cuda.get_device_name(i) for i in range(len(gpus))) or 'none (the GPU columns could not run)'}")
+    ops = op_table(gpus)
+    print("\nHost µs per call (a GPU's queued behind a spin kernel: its launch, not its kernel)")
+    for grad in (False, True):
+        print(f"\n  autograd recording: {grad}")
+        print("  " + f"{'operation':40s}" + "".join(f"{d:>12s}" for d in ["cpu", *gpus]))
+        for name in operations("cpu", False):
+            cells = [r["host_us"] for r in ops if r["autograd"] == grad and r["operation"] == name]
+            print("  " + f"{name:40s}" + "".join(f"{c:12.2f}" for c in cells))
+    wake = wake_table()
+    print(f"\nCPU GEMM µs: back to back, and after {PAUSE_S * 1e6:.0f} µs of single-threaded Python (less it)")
+    for r in wake:
+        print(f"  threads {r['threads']:3d}  n={r['size']:4d}  {r['back_to_back_us']:9.2f}  {r['after_pause_us']:9.2f}")
+    if args.json:
+        args.json.write_text(json.dumps(ops + wake, indent=1))
+
+
+if __name__ == "__main__":
+    main()
