@@ -5,7 +5,10 @@ the H200 measured a hair from their threshold (1.02x and 0.80x against 1) read "
 predicted leaning whose answer flips between the ends of the model's error range reads "too close to call" too
 (thirteen of them: the model's error on such points spans each of those claims' thresholds); since the matrix
 predicts on one machine (the one the table shows: here, else the first calibrated), the other two calibrated machines
-carry no leaning."""
+carry no leaning. Since the doctor ran on the lent H200 (2026-11-29, at 84b93bc), that machine's row holds its smoke runs
+of all six on its CPU and GPU: eleven claims there went from "no data yet" to an outcome, and the 1-D CNN's
+small-data claim from "too close to call" to "not reproduced" (the GPU 1.05x faster, 95% CI 1.03-1.21x, over the
+smoke and quick points together)."""
 import json
 
 import pytest
