@@ -114,19 +114,29 @@ def test_on_a_gpu_the_replay_moves_weights_and_the_sync_waits():
     assert checks.same_losses(["cpu", *CUDA]).status == checks.PASS
 
 
-def _profiled(census: int, profiler: int) -> dict:
+def _profiled(census: int, profiler: int, experiment: str = "cnn", started: str = "2026-11-29T10:00:00+00:00") -> dict:
     row = {"device": "cuda:0", "variant": "tuned", "params": {"batch_size": 16}, "status": "ok",
            "census": {"kernels": census, "profiler_kernels": profiler, "kernel_difference": profiler - census,
                       "top_by_count": [{"op": "aten.addmm", "count": 3}]}}
-    return {"experiment": "cnn", "rows": [row]}
+    return {"experiment": experiment, "started": started, "rows": [row]}
 
 
 def test_census_against_profiler_passes_within_ten_percent_and_names_the_point_beyond():
     assert checks.census_matches_profiler([]).status == checks.COULD_NOT
     assert checks.census_matches_profiler([_profiled(95, 100)]).status == checks.PASS
-    found = checks.census_matches_profiler([_profiled(95, 100), _profiled(149, 37)])
+    found = checks.census_matches_profiler([_profiled(95, 100), _profiled(149, 37, "iris")])
     assert found.status == checks.FAIL and "1 of 2 points" in found.detail
     assert "census 149, profiler 37" in found.detail and "aten.addmm" in found.detail
+
+
+def test_census_against_profiler_reads_each_experiments_newest_run():
+    """An older run keeps the census its code's rules took (the H200's cnn of 2026-11-27: its GRU at 149 kernels a
+    step, the rule since fitted to 37): a newer run of the experiment is the one checked."""
+    older, newer = _profiled(149, 37, started="2026-11-27T07:14:17+00:00"), _profiled(36, 37)
+    found = checks.census_matches_profiler([older, newer])
+    assert found.status == checks.PASS and "1 older run(s) left out" in found.detail
+    found = checks.census_matches_profiler([newer | {"started": "2026-11-01T00:00:00+00:00"}, older])
+    assert found.status == checks.FAIL and "census 149, profiler 37" in found.detail
 
 
 def _gpu_profile() -> dict:
