@@ -143,12 +143,13 @@ def main() -> int:
         for unit, train in UNITS.items():
             print(f"{name} {unit} {shape} ...", file=sys.stderr, flush=True)
             rows.append(row(machine_id, name, build, shape, unit, run_one(build, shape, train, args.cpu_only)))
+            if args.json:  # after each row: a run stopped part-way (a lent machine's time ending) keeps its rows
+                pd.DataFrame(rows, columns=COLUMNS).to_json(args.json, orient="records", indent=1)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     print(report(frame))
     if earlier is not None:
         print(repeatability(frame, earlier) or f"no point of this run was measured in {args.against}")
     if args.json:
-        frame.to_json(args.json, orient="records", indent=1)
         print(f"saved: {args.json}", file=sys.stderr)
     return 0
 

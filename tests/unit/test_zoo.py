@@ -56,3 +56,25 @@ def test_the_benchmark_says_how_far_two_runs_measurements_agree():
         "how far the measurements repeat against the earlier run: two runs of the same configuration agree within "
         "1.5x on 67% of 3 points, within 1.25x on 33% (worst 2.00x apart)")
     assert zoo_accuracy.repeatability(later[later["model"] == "new"], earlier) == ""
+
+
+def test_the_benchmark_keeps_the_rows_it_measured_when_it_is_stopped(tmp_path, monkeypatch):
+    """A lent GPU's machine stopped the zoo after 20 of its 28 rows and its --json, written only at the end, was
+    lost: each row is saved as it comes."""
+    from benchmarks import zoo_accuracy
+    calls = []
+
+    def run_one(build, shape, train, cpu_only):
+        calls.append(build)
+        if len(calls) > 2:
+            raise KeyboardInterrupt
+        return {"error": "not measured in this test"}
+    monkeypatch.setattr(zoo_accuracy, "run_one", run_one)
+    monkeypatch.setattr(zoo_accuracy.profiles, "load", lambda machine_id: {"machine_id": machine_id})
+    out = tmp_path / "zoo.json"
+    monkeypatch.setattr("sys.argv", ["zoo_accuracy.py", "--json", str(out)])
+    with pytest.raises(KeyboardInterrupt):
+        zoo_accuracy.main()
+    saved = pd.read_json(out, orient="records")
+    assert len(saved) == 2 and list(saved["unit"]) == ["forward", "train"]
+    assert set(saved["error"]) == {"not measured in this test"}
