@@ -9,7 +9,7 @@ import pytest
 from core import devices, settings
 from core.commands.cli import main
 from core.doctor import checks, plan as planning, session
-from core.model import costmodel
+from core.model import costmodel, hardware
 from core.params import ConfigError
 from core.store import results
 
@@ -146,11 +146,24 @@ def _gpu_profile() -> dict:
 
 def test_the_catalogue_check_passes_a_measured_h200_and_fails_a_figure_past_its_specification():
     assert checks.catalogue_in_reason(None).status == checks.COULD_NOT
-    assert checks.catalogue_in_reason(_gpu_profile()).status == checks.PASS
+    measured = checks.catalogue_in_reason(_gpu_profile())
+    assert measured.status == checks.PASS, measured.detail
     inflated = copy.deepcopy(_gpu_profile())
     inflated["gpus"]["cuda:0"]["memory_bandwidth"] *= 2
     found = checks.catalogue_in_reason(inflated)
     assert found.status == checks.FAIL and "memory_bandwidth" in found.detail
+
+
+def test_the_catalogue_check_holds_a_gpu_to_its_makers_peak_not_to_a_figure_assumed_below_it():
+    """The H200's calibration measured 4,160 GB/s, 1.18 of the catalogue's assumed 3,510 and 0.87 of the maker's
+    4,800: a healthy GPU, which the check failed on the lent machine."""
+    profile = copy.deepcopy(_gpu_profile())
+    peak = hardware.catalogue_twin(profile, "cuda:0").peak["memory_bandwidth"]
+    profile["gpus"]["cuda:0"]["memory_bandwidth"] = 0.95 * peak
+    found = checks.catalogue_in_reason(profile)
+    assert found.status == checks.PASS and "0.95 of its specification" in found.detail
+    profile["gpus"]["cuda:0"]["memory_bandwidth"] = 1.1 * peak
+    assert checks.catalogue_in_reason(profile).status == checks.FAIL
 
 
 def test_a_check_that_raises_is_a_fail_saying_what(monkeypatch):
