@@ -366,13 +366,20 @@ def unmeasured_text(machine_id: str, device: str) -> str:
     them), which the cost model stands in for: its points check the model with less than this version measures."""
     target = _own_target(machine_id, device)
     missing = [*hardware.unmeasured(target.host), *(hardware.unmeasured(target.gpu) if target.gpu else [])] if target else []
-    if (profiles.load(machine_id) or {}).get("quick"):  # a quick calibration leaves them out on purpose (quick_profile_text)
+    if _no_collection_seen(profiles.load(machine_id) or {}):
         missing = [field for field in missing if field not in costmodel.COLLECTION_FIGURES]
     if not missing:
         return ""
     return (f"Its profile was calibrated before calibrate measured {len(missing)} of its figures ({', '.join(missing)}): "
             f"the cost model stands in for them, so its points check the model with less than this version measures; "
             f"calibrating it again would check the model as it is.")
+
+
+def _no_collection_seen(profile: dict) -> bool:
+    """Whether a profile lacks the DataLoader's full-collection figures because its passes saw none: a quick
+    calibration's are too short to (quick_profile_text says so), and a full one that timed NumPy rows (a probe
+    that came after the collections') ran the collections' probe too."""
+    return bool(profile.get("quick")) or costmodel.NUMPY_FIELD in profile.get("cpu", {})
 
 
 def quick_profile_text(machine_id: str, device: str) -> str:
