@@ -328,3 +328,19 @@ def test_the_written_calls_gpu_over_cpu_is_decided_on_its_interval():
     slower, faster, _ = EXP.verdicts(_written_call_rows(0.0), figures)
     assert (slower.outcome, faster.outcome) == (REPRODUCED, NOT_REPRODUCED)
     assert slower.interval.startswith("1.05 (95% CI 1.05–1.05")
+
+
+def test_a_verdict_extrapolates_the_written_call_at_most_ten_times_past_the_vals_timed():
+    """The lent H200's smoke run timed the written call at val 2 and 6; the quadratic fitted to them read 115 min at
+    val=1000 on its GPU (the write-up: 3.2). A verdict reaches 10x past the larger val (the quick preset's 100 -> 1,000);
+    the gains table still draws its labelled extrapolations."""
+    figures = published.load("jacobian")
+    a, b = 1e-4, 2e-6
+    small = {v: a * 400 * v + b * 400 * v * v for v in (2, 6)}
+    rows = synthetic(small, small)
+    assert analysis.written_call_pairs(rows, 1000).empty
+    assert not analysis.naive_times(rows, 1000).empty  # the same fit, unbounded, for the gains table
+    at_1000 = next(v for v in EXP.verdicts(rows, figures) if "val=1000" in v.claim)
+    assert at_1000.outcome == NO_DATA and "at least val=100" in at_1000.finding and "10x" in at_1000.finding
+    reach = {v: a * 400 * v + b * 400 * v * v for v in (30, 100)}
+    assert not analysis.written_call_pairs(synthetic(reach, reach), 1000).empty

@@ -8,7 +8,9 @@ predicts on one machine (the one the table shows: here, else the first calibrate
 carry no leaning. Since the doctor ran on the lent H200 (2026-11-29, at 84b93bc), that machine's row holds its smoke runs
 of all six on its CPU and GPU: eleven claims there went from "no data yet" to an outcome, and the 1-D CNN's
 small-data claim from "too close to call" to "not reproduced" (the GPU 1.05x faster, 95% CI 1.03-1.21x, over the
-smoke and quick points together)."""
+smoke and quick points together). Jacobian's written call is estimated at most 10x past the vals timed: the H200's smoke
+run (val 2 and 6) has no estimate at val=100 or 1000 ("no data yet"), and the first AMD VM's predicted GPU (its
+stand-in at val 10 and 30) no leaning at val=1000."""
 import json
 
 import pytest
