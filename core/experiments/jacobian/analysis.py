@@ -58,10 +58,10 @@ def naive_times(rows: pd.DataFrame, val: int, every_threads: bool = False, reach
     return pd.DataFrame(out, columns=[*SERIES, *threads, "val", "naive_s", "naive_basis", "samples_s"])
 
 
-def written_call_pairs(rows: pd.DataFrame, val: int) -> pd.DataFrame:
+def written_call_pairs(rows: pd.DataFrame, val: int, reach: float | None = MAX_REACH) -> pd.DataFrame:
     """Every GPU's written-call time at `val` beside its machine's CPU's with the same configuration
-    (`cpu_naive_s`, `cpu_naive_basis`), each measured or extrapolated at most MAX_REACH past the vals timed."""
-    return analysis.beside_cpu(naive_times(rows, val, every_threads=True, reach=MAX_REACH), ("naive_s", "naive_basis"),
+    (`cpu_naive_s`, `cpu_naive_basis`), each measured or extrapolated (at most `reach` past the vals timed)."""
+    return analysis.beside_cpu(naive_times(rows, val, every_threads=True, reach=reach), ("naive_s", "naive_basis"),
                                PAIRED_BY)
 
 
@@ -125,9 +125,12 @@ def _written_call_on_gpu(ids: tuple[str, str], gpu_slower: bool):
         if naive_times(rows, val).empty:
             raise NoFinding(NO_DATA, f"The written call has not been timed at val={val}, nor at two vals to "
                                      "extrapolate from, on any machine yet.")
-        pairs = analysis.require(written_call_pairs(rows, val), rows,
-                                 f"The written call's time at val={val} is estimated only from two vals timed with "
-                                 f"the larger at least val={val / MAX_REACH:g}: at most {MAX_REACH}x past them.")
+        pairs = written_call_pairs(rows, val)
+        if pairs.empty and not written_call_pairs(rows, val, reach=None).empty:
+            raise NoFinding(NO_DATA, f"The written call was timed on a CPU and a GPU of one machine only at vals too "
+                                     f"small to estimate val={val} from: an estimate reaches at most {MAX_REACH}x past "
+                                     f"the larger val timed (val={val / MAX_REACH:g} or more here).")
+        pairs = analysis.require(pairs, rows)
         ratio = stats.ratio(pairs, "naive_s", "cpu_naive_s")
         extrapolated = (pairs[["naive_basis", "cpu_naive_basis"]] != "measured").to_numpy().any()
         return Finding(ratio.value > 1 if gpu_slower else ratio.value < 1,
