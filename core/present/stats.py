@@ -54,7 +54,8 @@ def interval(frame: pd.DataFrame, statistic: Statistic, sides: dict[str, tuple[s
     observed = _columns(frame, sides, {s: np.ones((len(frame), 1)) for s in sides})
     value = float(np.asarray(statistic(observed)).reshape(-1)[0])
     spread = [(side, i) for side in sides for i, samples in enumerate(frame[side]) if _resamplable(samples)]
-    unresampled = sum(1 for side in sides for samples in frame[side] if not _resamplable(samples))
+    unresampled = sum(1 for row in range(len(frame))  # a point with a side of one sample (a pair has two sides)
+                      if any(not _resamplable(frame[side].iloc[row]) for side in sides))
     if not spread or not math.isfinite(value):
         return Interval(value, value, value, len(frame), unresampled)
     data = [np.asarray(frame[side].iloc[i], dtype=float) for side, i in spread]

@@ -112,6 +112,15 @@ def test_a_single_sample_point_is_not_resampled_and_says_so():
     assert (found.low, found.high) == (2.0, 2.0) and "not resampled" in found.text()
 
 
+def test_the_single_sample_points_of_a_ratio_are_counted_once_each():
+    """A pair has two sides: the H200's smoke points, one sample a side, read '4 of 2 point(s) one sample'."""
+    frame = pd.DataFrame({"median_s": [1.0, 1.0, 1.0], "samples_s": [[1.0], [1.0], spread(1.0, 0.1)],
+                          "cpu_median_s": [2.0, 3.0, 2.0], "cpu_samples_s": [[2.0], spread(3.0, 0.1), [2.0]]})
+    assert "; 3 of 3 point(s) one sample, not resampled" in stats.ratio(frame, "cpu_median_s", "median_s").text()
+    two_sided = frame.assign(samples_s=[spread(1.0, 0.1)] * 3, cpu_samples_s=[spread(2.0, 0.1)] * 2 + [[2.0]])
+    assert "; 1 of 3 point(s) one sample" in stats.ratio(two_sided, "cpu_median_s", "median_s").text()
+
+
 def test_a_point_line_shows_the_medians_interval():
     line = point_outcome(row("cpu", 0.5, relative=0.1) | {"unit": "epoch"})
     assert "95% CI" in line and "n=7" in line
