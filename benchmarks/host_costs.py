@@ -111,14 +111,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every row here")
     args = parser.parse_args()
     gpus = [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    names = ", ".join(torch.cuda.get_device_name(i) for i in range(len(gpus)))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, GPUs: "
-          f"{', '.join(torch.cuda.get_device_name(i) for i in range(len(gpus))) or 'none (the GPU columns could not run)'}")
+          f"{names or 'none (the GPU columns could not run)'}")
     ops = op_table(gpus)
     print("\nHost µs per call (a GPU's queued behind a spin kernel: its launch, not its kernel)")
     for grad in (False, True):
         print(f"\n  autograd recording: {grad}")
         print("  " + f"{'operation':40s}" + "".join(f"{d:>12s}" for d in ["cpu", *gpus]))
-        for name in operations("cpu", False):
+        for name in dict.fromkeys(r["operation"] for r in ops):
             cells = [r["host_us"] for r in ops if r["autograd"] == grad and r["operation"] == name]
             print("  " + f"{name:40s}" + "".join(f"{c:12.2f}" for c in cells))
     wake = wake_table()

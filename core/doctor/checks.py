@@ -9,6 +9,7 @@ import torch
 from core import devices
 from core.measure import graphs
 from core.model import hardware
+from core.store import results
 
 PASS, FAIL, COULD_NOT = "pass", "fail", "could not run"
 LOSS_TOLERANCE = 1e-4     # relative: FP32 on both sides (TF32 off), the same weights and data
@@ -108,16 +109,16 @@ def graph_replay_moves_weights(device_names: list[str]) -> Check:
 
 def census_matches_profiler(records: list[dict]) -> Check:
     """Each measured point whose profile counted kernels (a GPU's) has a census within KERNEL_TOLERANCE of it, in each
-    experiment's newest run: a record keeps the census its run took, by the rules of its code then."""
+    experiment's latest complete run on each device: a record keeps the census its run took, by its code's rules."""
     name = f"the census's kernel counts are within {KERNEL_TOLERANCE:.0%} of the profiler's"
     newest = _newest_by_experiment(records)
     older = f" ({len(records) - len(newest)} older run(s) left out: their censuses keep the rules of their code)" \
         if len(newest) < len(records) else ""
     compared = []
-    for record in newest:
+    for record in records:
         for row in record["rows"]:
             found = row.get("census") or {}
-            if found.get("profiler_kernels"):
+            if row["device"] in newest.get(record["run_id"], ()) and found.get("profiler_kernels"):
                 share = abs(found["kernel_difference"]) / found["profiler_kernels"]
                 compared.append((share, record["experiment"], row, found))
     if not compared:
@@ -132,13 +133,12 @@ def census_matches_profiler(records: list[dict]) -> Check:
     return Check(name, FAIL, f"{len(off)} of {len(compared)} points differ{older}: " + "; ".join(lines))
 
 
-def _newest_by_experiment(records: list[dict]) -> list[dict]:
-    newest = {}
-    for record in records:
-        kept = newest.get(record["experiment"])
-        if kept is None or record.get("started", "") > kept.get("started", ""):
-            newest[record["experiment"]] = record
-    return list(newest.values())
+def _newest_by_experiment(records: list[dict]) -> dict[str, set[str]]:
+    """Each experiment's latest complete run on each device (results.latest_complete): run id -> its devices."""
+    if not records:
+        return {}
+    latest = results.latest_complete(results.runs_frame(records), ["experiment"])
+    return {run_id: set(part["device"]) for run_id, part in latest.groupby("run_id")}
 
 
 def _top_operation(found: dict) -> str:

@@ -118,7 +118,9 @@ def _profiled(census: int, profiler: int, experiment: str = "cnn", started: str 
     row = {"device": "cuda:0", "variant": "tuned", "params": {"batch_size": 16}, "status": "ok",
            "census": {"kernels": census, "profiler_kernels": profiler, "kernel_difference": profiler - census,
                       "top_by_count": [{"op": "aten.addmm", "count": 3}]}}
-    return {"experiment": experiment, "started": started, "rows": [row]}
+    return {"experiment": experiment, "started": started, "rows": [row], "run_id": f"{experiment}-{started}",
+            "machine_id": "m", "fingerprint": {"cpu_model": "CPU", "cpu_logical_cores": 2, "gpus": []},
+            "status": "complete", "devices": ["cuda:0"]}
 
 
 def test_census_against_profiler_passes_within_ten_percent_and_names_the_point_beyond():
