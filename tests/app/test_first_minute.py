@@ -11,7 +11,7 @@ from core import devices, experiments, settings
 from core.commands import jobs
 from core.model import hardware, profiles
 from core.store import runlock
-from tests.helpers import render, shipped_runs, wait_for
+from tests.helpers import render, shipped_profile_here, shipped_runs, wait_for
 from ui import rerun_panel
 
 SHIPPED = settings.APP_ROOT / "results"
@@ -159,8 +159,7 @@ def test_a_calibration_going_on_shows_its_probes_and_log_and_once_it_ends_the_pa
         assert any(c.value.startswith("Calibrating now") for c in at.sidebar.caption)
     finally:
         runlock.release(lock)
-    profile = copy.deepcopy(next(iter(profiles.all(SHIPPED).values())))  # what the calibration saved
-    profiles.save(profile | {"machine_id": devices.fingerprint()["machine_id"], "fingerprint": devices.fingerprint()})
+    shipped_profile_here()  # what the calibration saved
     at.run()
     assert not at.exception
     assert "else by this machine's CPU." in sidebar_text(at) and "nearest" not in sidebar_text(at)

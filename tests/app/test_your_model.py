@@ -12,7 +12,7 @@ from core.commands import cli, jobs
 from core.model import hardware, profiles
 from core.predict import families, yourmodel
 from core.present.tables import seconds_text
-from tests.helpers import wait_for
+from tests.helpers import shipped_profile_here, wait_for
 
 PAGE = "pages/your_model.py"
 TIME_IT = "Time it on this machine's CPU"
@@ -98,8 +98,8 @@ def test_the_url_round_trips_the_form():
 
 
 @pytest.mark.full
-def test_a_read_only_server_predicts_but_offers_no_timing(monkeypatch, quick_profile):
-    profiles.save(copy.deepcopy(quick_profile))  # calibrated: the button would be offered where writable
+def test_a_read_only_server_predicts_but_offers_no_timing(monkeypatch):
+    shipped_profile_here()  # calibrated: the button would be offered where writable
     writable = opened({"family": "mlp", "gpus": "t4"})
     assert TIME_IT in [b.label for b in writable.button]
     monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
@@ -109,9 +109,9 @@ def test_a_read_only_server_predicts_but_offers_no_timing(monkeypatch, quick_pro
     assert TIME_IT not in [b.label for b in at.button]
 
 
-def test_a_timing_whose_calls_faulted_pages_says_how_many_and_what_they_cost(quick_profile):
+def test_a_timing_whose_calls_faulted_pages_says_how_many_and_what_they_cost():
     # (under FAULTS_WORTH_SAYING a call they go unsaid: test_predict_cli, on the sentence the page shares)
-    profiles.save(copy.deepcopy(quick_profile))
+    shipped_profile_here()
     query = {"family": "mlp", "batch": "32", "gpus": "t4"}
     entry = {"device": "this", "predicted_s": 1e-3, "measured_s": 2e-3, "measured_iqr_s": 1e-5, "measured_blocks": 40,
              "calls_per_block": 10, "threads": 2, "measured_noisy": False}
