@@ -6,6 +6,7 @@ import math
 import platform
 import re
 import time
+from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Callable, NamedTuple
 
@@ -207,6 +208,12 @@ def _gpus() -> list[dict]:
         gpus.append({"device": f"cuda:{i}", "name": p.name, "memory_gib": round(p.total_memory / 2**30, 1),
                      "compute_capability": f"{p.major}.{p.minor}", "cuda_driver": driver})
     return gpus
+
+
+def booted() -> str:
+    """When this machine (a VM: this lease of it) last booted, UTC ISO to the second: a calibration is of the boot it
+    was taken in, as two leases of one machine id can differ 1.5-3x per host operation."""
+    return datetime.fromtimestamp(psutil.boot_time(), timezone.utc).isoformat(timespec="seconds")
 
 
 @lru_cache(maxsize=1)

@@ -778,7 +778,8 @@ def take(names: list[str] = None, quick: bool = False, progress: bool = True) ->
     seconds = watch.lap("calibration")
     others = (_busy_cpu_seconds() - busy_before) - (_own_cpu_seconds() - own_before)
     return {"schema": profiles.SCHEMA_VERSION, "machine_id": fp["machine_id"], "fingerprint": fp,
-            "code_version": versions.code_version(), "taken": taken, "seconds": seconds, "quick": quick,
+            "code_version": versions.code_version(), "taken": taken, "booted": devices.booted(), "seconds": seconds,
+            "quick": quick,
             "load_per_core": max(others, 0.0) / (seconds * psutil.cpu_count()), "cpu": measured.pop("cpu"),
             "gpus": measured, "flags": flags, "floors": floors}
 

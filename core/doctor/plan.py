@@ -13,8 +13,10 @@ from core.model import hardware
 from core.params import ConfigError
 from core.store import results
 
-QUICK_CALIBRATION_BELOW_S = 20 * 60  # a shorter budget takes the quick calibration
-CALIBRATION_GUESS_S = {True: 30.0, False: 300.0}  # by quick: a calibration of one device never taken here
+FULL_CALIBRATION_SHARE = 0.25  # the full calibration when its estimate is at most this share of the budget
+# By quick: a calibration of one device never taken here (the targets calibrate holds to on a 2-core VM; a full one
+# of an H200 and its 16-core host took 30 s, a quick one 9 s)
+CALIBRATION_GUESS_S = {True: 10.0, False: 60.0}
 # What the census and the profile add to a point, and what a stand-in's census takes, when never run here (the
 # smoke presets on a 2-core VM: 2-4 s and about 1 s)
 INSPECTION_S, STANDIN_S = 3.0, 1.0
@@ -84,7 +86,7 @@ def make(budget_s: float, device_names: list[str], done_keys: set[str] = frozens
     records = results.load_records() if records is None else records
     gpu = any(devices.kind(d) == "cuda" for d in device_names)
     plan = Plan(budget_s, device_names, fixed_s=CHECKS_S["gpu" if gpu else "cpu"] + ANSWER_S)
-    quick = budget_s < QUICK_CALIBRATION_BELOW_S
+    quick = calibration_seconds(device_names, False, profile) > FULL_CALIBRATION_SHARE * budget_s
     calibration = Step("calibrate" + ("-quick" if quick else ""),
                        f"calibrate {', '.join(d for d in device_names if devices.kind(d) in ('cpu', 'cuda'))}"
                        + (" (quick)" if quick else ""), calibration_seconds(device_names, quick, profile),
@@ -157,9 +159,10 @@ def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) 
 
 
 def _still_good(profile: dict | None, device_names: list[str], quick: bool) -> bool:
-    """This machine's profile covers every device to calibrate, measures every figure calibrate measures now, and is
-    as thorough as the one planned (a full one is never replaced by a quick one)."""
-    if not profile or (profile.get("quick") and not quick):
+    """This machine's profile was taken since it last booted (a lent machine's next lease is another machine to a
+    profile), covers every device to calibrate, measures every figure calibrate measures now, and is as thorough as
+    the one planned (a full one is never replaced by a quick one)."""
+    if not profile or profile.get("booted") != devices.booted() or (profile.get("quick") and not quick):
         return False
     wanted = [d for d in device_names if devices.kind(d) in ("cpu", "cuda")]
     try:

@@ -31,10 +31,13 @@ def state_path() -> Path:
 
 
 def done_steps() -> dict[str, dict]:
-    """The steps an earlier doctor finished on this machine, by key."""
+    """The steps an earlier doctor finished on this machine, by key; a calibration only if it finished since the
+    machine last booted (a profile is of the boot it was taken in: core.doctor.plan)."""
     try:
-        return json.loads(state_path().read_text())["steps"]
-    except (OSError, ValueError, KeyError, TypeError):
+        steps = json.loads(state_path().read_text())["steps"]
+        return {key: step for key, step in steps.items()
+                if not key.startswith("calibrate") or step["finished"] >= devices.booted()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
 

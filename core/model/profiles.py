@@ -3,7 +3,8 @@ table of its fields with their units and sane ranges, and where it lives: result
 profile.json, a subfolder on purpose (the record loader globs */*.json). Checked against a JSON schema
 built from FIELDS on the way in and out.
 
-{"schema": 1, "machine_id", "fingerprint", "code_version", "taken" (UTC ISO), "seconds", "quick",
+{"schema": 1, "machine_id", "fingerprint", "code_version", "taken" (UTC ISO), "booted" (when the machine last booted
+ before it, UTC ISO: profiles taken before this version have none), "seconds", "quick",
  "load_per_core" (other work's share of each logical core while it ran: the machine's busy CPU time, a VM's
  stolen time included, less the calibration's own, over its seconds and the logical cores; profiles taken before
  this version hold the 1-minute load average per logical core as it began), "cpu": {field: value},
@@ -308,6 +309,7 @@ SCHEMA = {
         "fingerprint": {"type": "object", "required": ["machine_id", "cpu_model", "gpus"]},
         "code_version": {"type": "object"},
         "taken": {"type": "string", "minLength": 1},
+        "booted": {"type": "string", "minLength": 1},
         "seconds": {"type": "number", "minimum": 0},
         "quick": {"type": "boolean"},
         "load_per_core": {"type": "number", "minimum": 0},

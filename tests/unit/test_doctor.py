@@ -11,7 +11,7 @@ from core.commands.cli import main
 from core.doctor import checks, plan as planning, session
 from core.model import costmodel, hardware
 from core.params import ConfigError
-from core.store import results
+from core.store import files, results
 
 GPU_MACHINE = "intel-r-xeon-r-processor-8e260d9d"  # a shipped machine whose calibration holds an H200
 CUDA = [d for d in devices.available() if devices.kind(d) == "cuda"]
@@ -57,6 +57,18 @@ def test_a_long_budget_takes_the_full_calibration_and_quick_presets():
     plan = planning.make(6 * 3600, ["cpu"], records=[], profile=None)
     assert not plan.steps[0].quick and not plan.left_out
     assert {s.preset for s in plan.steps if s.kind == "run"} == {"quick"}
+
+
+def test_a_lent_gpu_s_minutes_take_the_full_calibration_when_it_fits_a_quarter_of_the_budget(monkeypatch):
+    monkeypatch.setattr(devices, "free_memory", lambda device: 80 * 2**30)
+    names = ["cpu", "cuda:0"]  # never calibrated here: CALIBRATION_GUESS_S a device
+    full = planning.CALIBRATION_GUESS_S[False] * len(names)
+    at_a_quarter = planning.make(full / planning.FULL_CALIBRATION_SHARE, names, records=[], profile=None)
+    assert not at_a_quarter.steps[0].quick and at_a_quarter.steps[0].seconds == full
+    shorter = planning.make(full / planning.FULL_CALIBRATION_SHARE - 60, names, records=[], profile=None)
+    assert shorter.steps[0].quick and shorter.steps[0].title == "calibrate cpu, cuda:0 (quick)"
+    took = {"quick": False, "seconds": 400.0}  # this machine's last full calibration was slow: its time decides
+    assert planning.make(1200, names, records=[], profile=took).steps[0].quick
 
 
 def test_a_gpu_machine_s_plan_measures_every_gpu_beside_its_cpu(monkeypatch):
@@ -197,6 +209,14 @@ def test_a_doctor_cut_by_its_budget_keeps_its_points_and_the_next_one_does_what_
     assert {s.experiment for s in again.done} == {"matmul"} and "iris" in {s.experiment for s in again.steps}
 
 
+def test_a_calibration_an_earlier_doctor_took_before_the_machine_booted_is_not_done(results_dir):
+    before, since = "2026-01-01T00:00:00+00:00", results.now()
+    files.write_atomic(session.state_path(), {"steps": {
+        "calibrate": {"profile": "p", "finished": before}, "calibrate-quick": {"profile": "p", "finished": since},
+        "run-iris-smoke": {"run_id": "r", "finished": before}}})
+    assert set(session.done_steps()) == {"calibrate-quick", "run-iris-smoke"}  # a run's points keep across boots
+
+
 def test_an_interrupted_doctor_says_so_and_writes_the_bundle_of_what_it_has(results_dir, tmp_path, monkeypatch):
     def interrupted(step, names, say, info):
         raise KeyboardInterrupt
@@ -244,8 +264,11 @@ def test_a_full_profile_of_every_figure_is_kept_and_never_replaced_by_a_quick_on
     full = _shipped_profile("amd-epyc-28e20464")  # a full calibration measuring every figure calibrate measured then,
     full["cpu"] |= dict.fromkeys(costmodel.LSTM_RATES.values(), {"65536": 4e9})  # and the fused LSTM's since,
     full["cpu"][costmodel.WIDE_GEMM] = {"16x1024x2048": 2e-3, "256x1024x2048": 1.3e-2}  # and the wide GEMMs'
+    full["booted"] = devices.booted()  # taken since this machine booted
     plan = planning.make(180, ["cpu"], records=[], profile=full)
     assert [s.kind for s in plan.done] == ["calibrate"] and "calibrate" not in {s.kind for s in plan.steps}
+    before = full | {"booted": "2026-01-01T00:00:00+00:00"}  # another boot: a lent GPU's earlier lease
+    assert planning.make(180, ["cpu"], records=[], profile=before).steps[0].kind == "calibrate"
     assert planning.make(6 * 3600, ["cpu"], records=[], profile=full | {"quick": True}).steps[0].kind == "calibrate"
     older = _shipped_profile("amd-epyc-34e468d3")  # taken before calibrate measured nine of its figures
     assert planning.make(6 * 3600, ["cpu"], records=[], profile=older).steps[0].kind == "calibrate"
