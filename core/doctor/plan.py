@@ -139,13 +139,15 @@ def run_step(name: str, preset: str, device_names: list[str], records: list[dict
 
 
 def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) -> float:
-    """How long the experiment's preset took on these devices here last time (a run cut short: scaled from the
-    points it finished to those it planned), else its guess for the points plus INSPECTION_S per point and STANDIN_S
-    per stand-in census."""
+    """How long the experiment's preset took on these devices here last time, else on another machine's devices of
+    the same kinds (a CPU and one GPU: the lent H200's runs for a new GPU; a run cut short: scaled from the points it
+    finished to those it planned), else its guess for the points plus INSPECTION_S per point and STANDIN_S per
+    stand-in census (which overestimated a lent H200's smoke runs 1.8x)."""
     here = devices.fingerprint()["machine_id"]
-    took = [r for r in records if r["machine_id"] == here and r["experiment"] == exp.name and r["preset"] == preset
+    took = [r for r in records if r["experiment"] == exp.name and r["preset"] == preset
             and r["status"] in ("complete", "cancelled") and r["rows"] and r.get("ended")
-            and sorted(r.get("devices") or []) == sorted(device_names)]
+            and _kinds(r.get("devices") or []) == _kinds(device_names)]
+    took = [r for r in took if r["machine_id"] == here and sorted(r["devices"]) == sorted(device_names)] or took
     if took:
         latest = max(took, key=lambda r: r["started"])
         seconds = (_time(latest["ended"]) - _time(latest["started"])).total_seconds()
@@ -156,6 +158,10 @@ def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) 
     points = len(exp.plan(config, device_names))
     stand_ins = 0 if all(map(devices.is_accelerator, device_names)) else len(standin.points(exp, config))
     return sum(exp.run_estimate(config, d) for d in device_names) + INSPECTION_S * points + STANDIN_S * stand_ins
+
+
+def _kinds(device_names: list[str]) -> list[str]:
+    return sorted(devices.kind(name) for name in device_names)
 
 
 def _still_good(profile: dict | None, device_names: list[str], quick: bool) -> bool:

@@ -94,6 +94,11 @@ def test_a_step_is_estimated_from_how_long_it_took_here_last_time():
     took = {"machine_id": here, "experiment": "matmul", "preset": "smoke", "status": "complete", "devices": ["cpu"],
             "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:42+00:00", "rows": [{}]}
     assert planning.run_step("matmul", "smoke", ["cpu"], [took]).seconds == 42
+    lent = took | {"machine_id": "a-lent-h200", "devices": ["cpu", "cuda:0"], "ended": "2026-01-01T00:00:07+00:00"}
+    assert planning.run_step("matmul", "smoke", ["cpu"], [took, lent]).seconds == 42  # here, on these devices, first
+    assert planning.run_step("matmul", "smoke", ["cpu", "cuda:1"], [took, lent]).seconds == 7  # a CPU and a GPU
+    guessed = planning.run_step("matmul", "smoke", ["cpu", "cuda:0", "cuda:1"], [took, lent]).seconds  # two GPUs: none
+    assert guessed not in (7, 42)
 
 
 # -- checks --------------------------------------------------------------------------------------------------------
