@@ -216,6 +216,15 @@ def booted() -> str:
     return datetime.fromtimestamp(psutil.boot_time(), timezone.utc).isoformat(timespec="seconds")
 
 
+def this_boot(when: str | None) -> bool:
+    """Whether `booted()` as read then (None: never read) is this boot's: within a minute of it, as the boot time some
+    systems derive from their clocks moves by a second or so."""
+    try:
+        return abs((datetime.fromisoformat(when) - datetime.fromisoformat(booted())).total_seconds()) <= 60
+    except (TypeError, ValueError):
+        return False
+
+
 @lru_cache(maxsize=1)
 def fingerprint() -> dict:
     """What the machine is and what software it runs; stable across runs on the same machine."""

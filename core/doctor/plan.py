@@ -168,7 +168,7 @@ def _still_good(profile: dict | None, device_names: list[str], quick: bool) -> b
     """This machine's profile was taken since it last booted (a lent machine's next lease is another machine to a
     profile), covers every device to calibrate, measures every figure calibrate measures now, and is as thorough as
     the one planned (a full one is never replaced by a quick one)."""
-    if not profile or profile.get("booted") != devices.booted() or (profile.get("quick") and not quick):
+    if not profile or not devices.this_boot(profile.get("booted")) or (profile.get("quick") and not quick):
         return False
     wanted = [d for d in device_names if devices.kind(d) in ("cpu", "cuda")]
     try:
