@@ -11,19 +11,24 @@ from core import settings
 from core.predict import predictions
 from core.store import results
 from core.commands.cli import main
+from tests.helpers import once
 
 
 @pytest.fixture(scope="module")
 def shipped() -> tuple[pd.DataFrame, str]:
     """The shipped results' accuracy frame and what `python -m core predict --accuracy` prints of them, taken once for
-    this module's tests (seconds each)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(settings.RESULTS_ENV, str(settings.APP_ROOT / "results"))
-        patch.setenv(settings.READ_ONLY_ENV, "1")  # the shipped folder is read, never written (the error bands)
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            assert main(["predict", "--accuracy"]) == 0
-        return predictions.accuracy(results.load_records()), printed.getvalue()
+    the session and shared by the workers of `pytest -n` (seconds each)."""
+    def take() -> dict:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(settings.RESULTS_ENV, str(settings.APP_ROOT / "results"))
+            patch.setenv(settings.READ_ONLY_ENV, "1")  # the shipped folder is read, never written (the error bands)
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                assert main(["predict", "--accuracy"]) == 0
+            frame = predictions.accuracy(results.load_records())
+        return {"frame": frame.to_json(orient="split"), "printed": printed.getvalue()}
+    taken = once("shipped-accuracy", take)
+    return pd.read_json(io.StringIO(taken["frame"]), orient="split"), taken["printed"]
 
 
 @pytest.mark.parametrize("share, name", [(1.0, "host-bound"), (0.5, "host-bound"), (0.49, "device-bound"),

@@ -1,10 +1,11 @@
 """The cost model on hand-made censuses and round figures: every expected time is worked out by hand here
 (the arithmetic beside it), never by asking the model twice."""
+import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
 
-from core.model import hardware
+from core.model import costmodel, hardware
 from core.model.costmodel import PARTS, PredictionError, crossover, per_unit, predict
 
 US = 1e-6
@@ -871,3 +872,10 @@ def test_a_grouped_convolution_s_backward_costs_at_most_its_two_gradients_whatev
     weight_only = counted | {"flops": 393216}  # a first layer's backward: no input gradient
     found = predict(census([weight_only], [stretch([(0, 1)])], device="cpu"), cpu())
     assert found.parts["compute"] == pytest.approx(393216 / 5e10)
+
+
+def test_a_cost_plus_calls_of_another_adds_every_field():
+    names = [f.name for f in dataclasses.fields(costmodel.Cost)]
+    one = costmodel.Cost(*range(1, len(names) + 1))
+    added = one.plus(costmodel.Cost(*[10.0] * len(names)), 3)
+    assert [getattr(added, name) for name in names] == [getattr(one, name) + 30.0 for name in names]
