@@ -9,6 +9,15 @@ measurements the next probes of the calibration should be designed from (issue 4
 2. On the CPU, at torch's default threads and at one: a GEMM's seconds back to back (what the calibration's grid
    times) and with a stretch of single-threaded Python between calls (what a model's step does between its GEMMs),
    less that stretch: the cost of waking the intra-op threads, where there is one.
+3. On each GPU, the iris MLP's forward (no autograd) and its training step (cross-entropy, backward, SGD): the host's
+   and the device's seconds per call queued (each side alone), and per call back to back as the experiments time
+   them (blocks of calls, synchronised at the block's ends). Back to back far above the larger of the two queued
+   sides says the host pays more per call while the device runs than while it waits behind a spin: what the model's
+   two clocks do not know (on the lent H200: the iris hook check's forward measured 70 us a call back to back in one
+   lease, part 1 put its host's queued time at 38 us in another).
+4. On the CPU, the iris training step in a fresh process at torch's default threads with OpenMP's idle threads left to
+   their default, passive (sleeping) and active (spinning): whether spinning threads slow a host-bound loop (the
+   16-thread CPU's host-bound points, predicted at half their time).
 
     .venv/bin/python benchmarks/host_costs.py [--json out.json]
 
@@ -16,6 +25,9 @@ Prints one table per part; a part that needs CUDA says it could not run on a mac
 """
 import argparse
 import json
+import os
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -106,10 +118,68 @@ def wake_table() -> list[dict]:
     return rows
 
 
+def iris_calls(device: str) -> dict:
+    """The iris MLP's forward without autograd, and its training step, on `device` (150 rows of 4 features)."""
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(4, 10), torch.nn.ReLU(), torch.nn.Linear(10, 3)).to(device)
+    x, y = torch.randn(150, 4, device=device), torch.randint(0, 3, (150,), device=device)
+    optimizer = torch.optim.SGD(mlp.parameters(), lr=0.01)
+
+    def forward():
+        with torch.no_grad():
+            return mlp(x)
+
+    def step():
+        optimizer.zero_grad()
+        F.cross_entropy(mlp(x), y).backward()
+        optimizer.step()
+    return {"iris forward, no autograd": forward, "iris training step": step}
+
+
+def steady_table(gpus: list[str]) -> list[dict]:
+    rows = []
+    for device in gpus:
+        for name, fn in iris_calls(device).items():
+            fn(), devices.synchronize(device)
+
+            def queue():
+                for _ in range(QUEUED_CALLS):
+                    fn()
+            queued = [devices.queued_seconds(device, queue, QUEUED_CALLS) for _ in range(5)]
+            back_to_back = timing.micro(fn, device, repeats=5, block_seconds=0.05).samples
+            rows.append({"part": "steady", "device": device, "call": name,
+                         "host_queued_us": 1e6 * min(q.host for q in queued),
+                         "device_queued_us": 1e6 * min(q.device for q in queued),
+                         "back_to_back_us": 1e6 * statistics.median(back_to_back)})
+    return rows
+
+
+def cpu_step_seconds() -> float:
+    """The median seconds of the iris training step on the CPU, blocks of calls (what `--cpu-step` prints)."""
+    return statistics.median(timing.micro(iris_calls("cpu")["iris training step"], "cpu", repeats=7,
+                                          block_seconds=0.05).samples)
+
+
+def wait_table(policies=(None, "PASSIVE", "ACTIVE")) -> list[dict]:
+    """Part 4: the CPU step in a process of its own per OpenMP wait policy (None: left to its default)."""
+    rows = []
+    for policy in policies:
+        env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"} | ({"OMP_WAIT_POLICY": policy}
+                                                                                   if policy else {})
+        out = subprocess.run([sys.executable, __file__, "--cpu-step"], env=env, capture_output=True, text=True,
+                             check=True).stdout
+        rows.append({"part": "wait", "omp_wait_policy": policy or "default", "step_us": 1e6 * float(out)})
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write every row here")
+    parser.add_argument("--cpu-step", action="store_true", help=argparse.SUPPRESS)  # part 4's child process
     args = parser.parse_args()
+    if args.cpu_step:
+        print(cpu_step_seconds())
+        return
     gpus = [f"cuda:{i}" for i in range(torch.cuda.device_count())]
     names = ", ".join(torch.cuda.get_device_name(i) for i in range(len(gpus)))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, GPUs: "
@@ -126,8 +196,19 @@ def main() -> None:
     print(f"\nCPU GEMM µs: back to back, and after {PAUSE_S * 1e6:.0f} µs of single-threaded Python (less it)")
     for r in wake:
         print(f"  threads {r['threads']:3d}  n={r['size']:4d}  {r['back_to_back_us']:9.2f}  {r['after_pause_us']:9.2f}")
+    steady = steady_table(gpus)
+    print("\nµs per call on each GPU: the host's and the device's queued (each alone), and back to back")
+    if not gpus:
+        print("  no GPU here: this part could not run")
+    for r in steady:
+        print(f"  {r['device']:8s} {r['call']:28s} host {r['host_queued_us']:8.1f}  device {r['device_queued_us']:8.1f}"
+              f"  back to back {r['back_to_back_us']:8.1f}")
+    wait = wait_table()
+    print(f"\nThe iris training step on the CPU ({torch.get_num_threads()} threads), µs, by OMP_WAIT_POLICY")
+    for r in wait:
+        print(f"  {r['omp_wait_policy']:8s} {r['step_us']:9.1f}")
     if args.json:
-        args.json.write_text(json.dumps(ops + wake, indent=1))
+        args.json.write_text(json.dumps(ops + wake + steady + wait, indent=1))
 
 
 if __name__ == "__main__":
