@@ -1,6 +1,6 @@
 """The read-only view as a visitor sees it in headless Chromium, over the small results kept for the tests: a deep link
 as the fresh server's first request opens read-only behind the router; the pages a visitor lands on and the one that
-offers to run things (the overview, an experiment, "Your model") show no error, speak of "this server" (the visitor is
+offers to run things (the overview, an experiment's, "Your model") show no error, speak of "this server" (the visitor is
 not on the machine that measured), show none of the server's paths and no run controls, as drawn. A full-page
 screenshot of each is saved in the test's temporary folder. Every page's strings, through the router, are read by
 tests/app/test_read_only_view.py."""
@@ -14,14 +14,15 @@ from tests.browser import test_served_app as served
 pytestmark = served.pytestmark
 serve, page = served.serve, served.page  # the served app and the browser, as test_served_app has them
 
-PAGES = ["", "cnn", "your_model"]  # "" is the overview
+PAGES = ["", "your_model"]  # "" is the overview; an experiment's page is the deep link's, matmul
 
 
 def test_the_read_only_view_speaks_of_this_server_and_shows_no_path(serve, page, results_dir, tmp_path):
     shutil.copytree(SMALL_RESULTS, results_dir, dirs_exist_ok=True)
     url = serve(CROSSOVER_READ_ONLY="1")
     _a_deep_link_opens_read_only_behind_the_router(page, f"{url}/matmul")  # the fresh server's first request
-    problems = {}
+    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(timeout=served.WAIT_MS)
+    problems = {"matmul": _problems(page, str(results_dir))}
     for name in PAGES:
         page.set_viewport_size({"width": 1400, "height": 1000})
         page.goto(f"{url}/{name}")
