@@ -1,8 +1,9 @@
 """What the doctor will do within its budget, and how long each step should take: the calibration first (the cost
-model and every prediction need it), then each experiment's points on every device here, most claims decided per
-second first, at the smoke preset, upgraded to quick where the budget leaves room; the checks and the answer last.
-A step's estimate is how long the same step took on this machine before, else the experiment's own guess for its
-points plus what the census, profile and stand-ins add to each."""
+model and every prediction need it; the full one where it fits FULL_CALIBRATION_SHARE of the budget, and again where
+this machine's profile is of another boot), then each experiment's points on every device here, most claims decided
+per second first, at the smoke preset, upgraded to quick where the budget leaves room; the checks and the answer last.
+A step's estimate is how long the same step took on this machine before, else on another machine's devices of the
+same kinds, else the experiment's own guess for its points plus what the census, profile and stand-ins add to each."""
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
