@@ -38,6 +38,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core import devices  # noqa: E402
+from core.experiments.iris.model import initial_model, iris_data  # noqa: E402
 from core.measure import timing  # noqa: E402
 
 QUEUED_CALLS = 200
@@ -76,12 +77,17 @@ def host_per_call(fn, device: str) -> float:
     """Seconds of the host per call: queued behind a spin kernel on a GPU, back to back on the CPU; best of five."""
     if devices.kind(device) == "cpu":
         return min(timing.micro(fn, device, repeats=5, block_seconds=0.02).samples)
+    return min(q.host for q in queued(fn, device))
 
+
+def queued(fn, device: str) -> list[devices.Queued]:
+    """Five timings of QUEUED_CALLS calls queued behind a spin kernel on a GPU (devices.queued_seconds), after one
+    call to set it up."""
     def queue():
         for _ in range(QUEUED_CALLS):
             fn()
     fn(), devices.synchronize(device)
-    return min(devices.queued_seconds(device, queue, QUEUED_CALLS).host for _ in range(5))
+    return [devices.queued_seconds(device, queue, QUEUED_CALLS) for _ in range(5)]
 
 
 def op_table(gpus: list[str]) -> list[dict]:
@@ -119,10 +125,10 @@ def wake_table() -> list[dict]:
 
 
 def iris_calls(device: str) -> dict:
-    """The iris MLP's forward without autograd, and its training step, on `device` (150 rows of 4 features)."""
-    torch.manual_seed(0)
-    mlp = torch.nn.Sequential(torch.nn.Linear(4, 10), torch.nn.ReLU(), torch.nn.Linear(10, 3)).to(device)
-    x, y = torch.randn(150, 4, device=device), torch.randint(0, 3, (150,), device=device)
+    """The iris experiment's MLP and data (core.experiments.iris.model) on `device`: its forward without autograd, and
+    its full-batch training step."""
+    mlp = initial_model(0).to(device)
+    x, y = (t.to(device) for t in iris_data())
     optimizer = torch.optim.SGD(mlp.parameters(), lr=0.01)
 
     def forward():
@@ -140,16 +146,11 @@ def steady_table(gpus: list[str]) -> list[dict]:
     rows = []
     for device in gpus:
         for name, fn in iris_calls(device).items():
-            fn(), devices.synchronize(device)
-
-            def queue():
-                for _ in range(QUEUED_CALLS):
-                    fn()
-            queued = [devices.queued_seconds(device, queue, QUEUED_CALLS) for _ in range(5)]
+            alone = queued(fn, device)
             back_to_back = timing.micro(fn, device, repeats=5, block_seconds=0.05).samples
             rows.append({"part": "steady", "device": device, "call": name,
-                         "host_queued_us": 1e6 * min(q.host for q in queued),
-                         "device_queued_us": 1e6 * min(q.device for q in queued),
+                         "host_queued_us": 1e6 * min(q.host for q in alone),
+                         "device_queued_us": 1e6 * min(q.device for q in alone),
                          "back_to_back_us": 1e6 * statistics.median(back_to_back)})
     return rows
 

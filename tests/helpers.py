@@ -133,14 +133,16 @@ def shipped_runs(*names: str) -> tuple[str, tuple[str, ...]]:
     raise LookupError(f"no shipped machine holds a record of each of {names}")
 
 
-def shipped_profile_here() -> dict:
-    """A shipped calibrated profile of a CPU alone (the first by machine id in results/) saved as this machine's: the
-    pages then read this machine as calibrated, without the 10 to 25 s a calibration takes on a loaded 2-core machine.
-    Its figures are another machine's, so a test using it checks what a page says, not what this machine measures."""
+def shipped_profile_here(machine_id: str | None = None) -> dict:
+    """A shipped calibrated profile of a CPU alone (the first by machine id in results/) saved with this machine's
+    fingerprint, as this machine's or under `machine_id` (a twin of this CPU): the pages then read it as calibrated,
+    without the 10 to 25 s a calibration takes on a loaded 2-core machine. Its figures are another machine's, so a test
+    using it checks what a page says, not what this machine measures."""
     from core import devices
     from core.model import profiles
     shipped = profiles.all(settings.APP_ROOT / "results")
     profile = copy.deepcopy(shipped[min(machine for machine, found in shipped.items() if not found["gpus"])])
     here = devices.fingerprint()
-    profiles.save(profile | {"machine_id": here["machine_id"], "fingerprint": here})
+    machine_id = machine_id or here["machine_id"]
+    profiles.save(profile | {"machine_id": machine_id, "fingerprint": dict(here, machine_id=machine_id)})
     return profile

@@ -1,7 +1,6 @@
 """An answer from the first minute: without this machine's calibrated profile, the pages predict with the nearest CPU
 driving the GPU and say so, and offer the calibration as a background job (never on a read-only server); once its
 profile is there, the pages use it."""
-import copy
 import shutil
 import sys
 
@@ -23,8 +22,7 @@ def twin(results_dir) -> str:
     """A calibrated machine with this machine's CPU (a shipped profile's figures, this machine's fingerprint), and a
     shipped matmul run with stand-in censuses from a machine whose profile is not here: its GPU is driven by this
     machine's CPU, which the twin stands in for. Returns the twin's CPU title."""
-    profile = copy.deepcopy(next(iter(profiles.all(SHIPPED).values())))
-    profiles.save(profile | {"machine_id": "twin-1", "fingerprint": dict(devices.fingerprint(), machine_id="twin-1")})
+    shipped_profile_here("twin-1")
     machine, (run,) = shipped_runs("matmul")
     (results_dir / machine).mkdir()
     shutil.copy(SHIPPED / machine / f"{run}.json", results_dir / machine)
