@@ -41,8 +41,10 @@ class Predicted:
 
 
 def plan(experiment: Experiment, config: dict, target: hardware.Target) -> list[Point]:
-    """The points a target runs: a GPU's through its stand-in, a CPU's on the CPU."""
-    return standin.points(experiment, config) if target.gpu else experiment.plan(config, ["cpu"])
+    """The points a target runs: a GPU's through its stand-in, a CPU's on the CPU, each once: the model prices a CPU
+    at the threads its figures were timed with (other_threads), so a point at each of cpu_threads' settings would be
+    one prediction printed again under another name."""
+    return standin.points(experiment, config) if target.gpu else experiment.points(config, "cpu")
 
 
 def predict_points(experiment: Experiment, config: dict, target: hardware.Target,

@@ -145,6 +145,14 @@ def test_an_experiment_on_this_machine_prints_each_point(capsys, calibrated):
     assert "torch cpu size=8:" in out and "torch cpu size=16:" in out and " per " in out
 
 
+def test_a_cpu_point_is_predicted_once_whatever_thread_settings_the_run_would_time(capsys, calibrated):
+    # a run times each CPU point at each cpu_threads setting; the model prices the threads its figures were timed with
+    assert main(["predict", "matmul", "--on", "this", "--preset", "smoke", "--set", "sizes=8",
+                 "--set", "variants=torch cpu", "--set", "cpu_threads=default,1,7"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("torch cpu size=8:")]
+    assert len(lines) == 1
+
+
 @pytest.mark.full
 def test_each_targets_lines_are_printed_before_the_next_targets_census_is_taken(capsys, calibrated, monkeypatch):
     from core.predict import predictions
