@@ -44,7 +44,7 @@ def _cpu_answer(found: yourmodel.Timed, described: families.Description) -> None
     step, sample = st.columns(2)
     step.metric(f"{found.hardware}, per call (predicted)", seconds_text(found.seconds))
     sample.metric("per sample (predicted)", seconds_text(found.per_sample))
-    st.caption(f"{found.regime}; {uncertainty.range_text(found.likely)} a call; "
+    st.caption(f"{found.regime}; {uncertainty.range_text(found.likely, found.seconds)} a call; "
                f"{costmodel.shares_text(found.parts, found.seconds)}.")
     timed = yourmodel.measured(described)
     if timed:
@@ -90,7 +90,7 @@ def _gpu_answers(answer: yourmodel.Answer) -> None:
         memory = answer.memory[found.hardware]
         rows.append({"GPU (predicted)": found.hardware, "per call": seconds_text(found.seconds),
                      "per sample": seconds_text(found.per_sample),
-                     "likely, a call": uncertainty.range_text(found.likely),
+                     "likely, a call": uncertainty.range_text(found.likely, found.seconds),
                      "regime": found.regime, "GPU idle": f"{found.gpu_idle / found.seconds:.0%}",
                      "verdict": uncertainty.speedup_text(answer.speedups[found.hardware]),
                      "fits its memory": "yes" if memory["fits"] else

@@ -206,7 +206,7 @@ def _print_catalogue(as_json: bool) -> int:
 
 
 def _prediction_text(p: predictions.Predicted, kind: str, bands: list[uncertainty.Band]) -> str:
-    """'1.2 ms per step (likely 0.9 ms to 2.1 ms, host-bound: host 80%, ...)': the range from the error band of the
+    """'1.2 ms per step (host-bound: host 80%, ...); likely 0.9 ms to 2.1 ms': the range from the error band of the
     target's kind and the prediction's regime, where one was saved."""
     if p.prediction is None:
         return f"no prediction: {p.error}"
@@ -214,8 +214,8 @@ def _prediction_text(p: predictions.Predicted, kind: str, bands: list[uncertaint
     unit = f" per {p.unit if p.per_call == 1 else results.call_text(p.unit, p.per_call)}" if p.unit else ""
     regime = predictions.bound(predictions.host_share(p.prediction))
     band = uncertainty.band_for(bands, kind, regime)
-    likely = f"{uncertainty.range_text(band.range(seconds))}, " if band else ""
-    return f"{seconds_text(seconds)}{unit} ({likely}{regime}: {costmodel.shares_text(p.prediction.parts, seconds)})"
+    likely = f"; {uncertainty.range_text(band.range(seconds), seconds)}" if band else ""
+    return f"{seconds_text(seconds)}{unit} ({regime}: {costmodel.shares_text(p.prediction.parts, seconds)}){likely}"
 
 
 def _predict_model(args) -> int:

@@ -388,7 +388,7 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
     lines = [f"{clip(spec)}: {what} on input {found[0]['params']['input']}, {how}:"]
     for entry in found:
         parts = costmodel.shares_text(entry["parts"], entry["predicted_s"])
-        likely = ", " + uncertainty.range_text(entry.get("likely_s"))
+        likely = ", " + uncertainty.range_text(entry.get("likely_s"), entry["predicted_s"])
         idle = f"; the GPU idle {entry['gpu_idle_s'] / entry['predicted_s']:.0%} of it" if entry.get("gpu_idle_s") else ""
         line = (f"  {entry['hardware']}: {seconds_text(entry['predicted_s'])} ({entry['regime']}{likely}; "
                 f"{parts}{idle})")

@@ -58,9 +58,21 @@ def band_for(found: list[Band], kind: str, regime: str) -> Band | None:
     return by_key.get((kind, regime)) or by_key.get((kind, "any"))
 
 
-def range_text(likely: tuple[float, float] | None) -> str:
-    """'likely 0.9 ms to 2.1 ms' for a predicted time's range (Band.range), or what says it has none."""
-    return "likely {} to {}".format(*map(seconds_text, likely)) if likely else "no measured error to range it"
+def range_text(likely: tuple[float, float] | None, seconds: float = None) -> str:
+    """'likely 0.9 ms to 2.1 ms' for a predicted time's range (Band.range), or what says it has none. Given the
+    predicted `seconds`, a range wholly on one side of it says so: the model has erred one way on such points
+    (on a GPU's host-bound ones it has predicted too fast), and a reader would otherwise take the figure outside its
+    own range for a slip."""
+    if not likely:
+        return "no measured error to range it"
+    text = "likely {} to {}".format(*map(seconds_text, likely))
+    if seconds is not None and seconds < likely[0]:
+        return f"{text}: {likely[0] / seconds:.2g}x to {likely[1] / seconds:.2g}x the model's figure, which has " \
+               f"been too fast on such points"
+    if seconds is not None and seconds > likely[1]:
+        return f"{text}: {likely[0] / seconds:.2g}x to {likely[1] / seconds:.2g}x the model's figure, which has " \
+               f"been too slow on such points"
+    return text
 
 
 def edges(band: Band | None) -> tuple[float, float]:

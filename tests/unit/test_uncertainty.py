@@ -32,6 +32,18 @@ def test_a_predicted_time_likely_measures_between_it_over_the_high_and_over_the_
     assert Band("cpu", "any", 0.5, 2.0, 10).range(1e-3) == (pytest.approx(0.5e-3), pytest.approx(2e-3))
 
 
+def test_a_range_wholly_on_one_side_of_its_prediction_says_which_way_the_model_has_erred():
+    # the model predicted 0.25 to 0.5 times what was measured (too fast): a predicted 1 ms likely measures 2-4 ms
+    too_fast = Band("cuda", "host-bound", 0.25, 0.5, 10)
+    said = uncertainty.range_text(too_fast.range(1e-3), 1e-3)
+    assert said.startswith("likely 2 ms to 4 ms") and "2x to 4x the model's figure" in said and "too fast" in said
+    too_slow = Band("cpu", "any", 2.0, 4.0, 10)
+    assert "too slow" in uncertainty.range_text(too_slow.range(1e-3), 1e-3)
+    # a range around its prediction, or a text without the prediction, says the range alone
+    assert uncertainty.range_text(Band("cpu", "any", 0.5, 2.0, 10).range(1e-3), 1e-3) == "likely 500 µs to 2 ms"
+    assert uncertainty.range_text(too_fast.range(1e-3)) == "likely 2 ms to 4 ms"
+
+
 @pytest.mark.parametrize("cpu_s, gpu_s, verdict, low, high", [
     # CPU 10 ms likely 8-12.5 ms; GPU 1 ms likely 0.5-2 ms: 4x to 25x, whatever the error
     (10e-3, 1e-3, uncertainty.HELPS, 4.0, 25.0),
