@@ -10,7 +10,7 @@ from typing import Callable
 import pandas as pd
 import streamlit as st
 
-from core import experiments, settings
+from core import devices, experiments, settings
 from core.predict import predictions
 from core.model import profiles
 from core.store import results
@@ -65,6 +65,18 @@ def accuracy() -> pd.DataFrame:
     """predictions.accuracy of every record: the cost model against each calibrated machine's measurements."""
     records()  # its warnings, if any
     return _accuracy(_signature(), _profiles_signature())
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _accuracy_here(signature: tuple, calibrated: tuple, machine_id: str) -> pd.DataFrame:
+    return predictions.accuracy(_load(signature)[0], target_for=predictions.here_and_gpus)
+
+
+def accuracy_here() -> pd.DataFrame:
+    """accuracy()'s rows on this machine's CPU and on every GPU, alone: what an experiment page says, without
+    predicting every other machine's CPU points (most of the shipped ones) before its first paint."""
+    records()
+    return _accuracy_here(_signature(), _profiles_signature(), devices.fingerprint()["machine_id"])
 
 
 @st.cache_data(show_spinner=False, max_entries=4)

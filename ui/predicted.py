@@ -263,7 +263,7 @@ def forecast(experiment: experiments.Presented) -> Forecast:
 def accuracy_here() -> str:
     """The model's check on this machine's CPU and, where a GPU measured anywhere, on those GPUs by bound: a
     small workload's GPU prediction rests on its host-bound figures."""
-    frame = data.accuracy()
+    frame = data.accuracy_here()
     here = predictions.accuracy_text(frame[frame["machine_id"] == devices.fingerprint()["machine_id"]], "cpu")
     gpus = frame[frame["device"].map(devices.kind) == "cuda"] if len(frame) else frame
     if gpus.empty:

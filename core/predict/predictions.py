@@ -350,6 +350,15 @@ def _latest(records: list[dict]) -> list[tuple[dict, set[str]]]:
     return sorted(chosen, key=lambda pair: (pair[0]["experiment"], pair[0].get("started") or ""))
 
 
+def here_and_gpus(record: dict, device: str) -> hardware.Target | None:
+    """accuracy's `target_for` of what an experiment page tells (the model on this machine's CPU and on every GPU
+    that measured): a machine's own device where it is this machine's CPU or a GPU, else None."""
+    here = record["machine_id"] == devices.fingerprint()["machine_id"]
+    if (devices.kind(device) == "cpu" and not here) or devices.kind(device) not in ("cpu", "cuda"):
+        return None
+    return _own_target(record["machine_id"], device)
+
+
 def _own_target(machine_id: str, device: str) -> hardware.Target | None:
     """A machine's own device as a target, or None when the machine has no calibrated profile for it."""
     return _resolved(machine_id if device == "cpu" else f"{machine_id}:{device}", machine_id)

@@ -7,7 +7,7 @@ import io
 import pandas as pd
 import pytest
 
-from core import settings
+from core import devices, settings
 from core.predict import predictions
 from core.store import results
 from core.commands.cli import main
@@ -51,6 +51,24 @@ def test_by_bound_summarises_each_regime_present_host_bound_first():
     assert predictions.bound_text(frame) == (
         "host-bound 3 points: median |error| 20%, 90th percentile 84%, 67% within 1.25x, 67% within 1.5x, worst 2.00; "
         "device-bound 1 point: median |error| 80%, 90th percentile 80%, 0% within 1.25x, 0% within 1.5x, worst 0.20")
+
+
+@pytest.mark.full
+def test_an_experiment_pages_check_is_the_full_checks_rows_on_this_cpu_and_every_gpu(shipped, monkeypatch):
+    frame, _ = shipped
+    here = "amd-epyc-34e468d3"  # a shipped machine stands for this one
+    fingerprint = devices.fingerprint()
+    monkeypatch.setattr(devices, "fingerprint", lambda: fingerprint | {"machine_id": here})
+    monkeypatch.setenv(settings.RESULTS_ENV, str(settings.APP_ROOT / "results"))
+    monkeypatch.setenv(settings.READ_ONLY_ENV, "1")
+    part = predictions.accuracy(results.load_records(), target_for=predictions.here_and_gpus)
+    kinds = frame["device"].map(devices.kind)
+    expected = frame[((frame["machine_id"] == here) & (kinds == "cpu")) | (kinds == "cuda")]
+    assert (part["machine_id"] == here).any() and (part["device"].map(devices.kind) == "cuda").any()
+    assert len(part) < len(frame)  # every other machine's CPU points are left out
+    # the same checks (its own CPU is titled as this machine's now: "hardware" differs)
+    pd.testing.assert_frame_equal(part.drop(columns="hardware").reset_index(drop=True),
+                                  expected.drop(columns="hardware").reset_index(drop=True), check_dtype=False)
 
 
 @pytest.mark.full
