@@ -90,12 +90,17 @@ def _gpu_answers(answer: yourmodel.Answer) -> None:
         memory = answer.memory[found.hardware]
         rows.append({"GPU (predicted)": found.hardware, "per call": seconds_text(found.seconds),
                      "per sample": seconds_text(found.per_sample),
-                     "likely, a call": uncertainty.range_text(found.likely, found.seconds),
+                     "likely, a call": uncertainty.range_text(found.likely),
                      "regime": found.regime, "GPU idle": f"{found.gpu_idle / found.seconds:.0%}",
                      "verdict": uncertainty.speedup_text(answer.speedups[found.hardware]),
                      "fits its memory": "yes" if memory["fits"] else
                      f"no: needs {memory['needed_gib']:.3g} GiB of {memory['held_gib']:.3g}"})
     st.dataframe(pd.DataFrame(rows), hide_index=True)
+    above = [found for found in answer.gpus if found.likely and found.likely[0] > found.seconds]
+    if above:
+        st.caption(f"{', '.join(found.hardware for found in above)}: the likely range lies wholly above the "
+                   f"predicted time ({uncertainty.range_text(above[0].likely, above[0].seconds)}). The time is the "
+                   f"model's figure; its error on such points says where the measurement likely falls.")
     for found in answer.gpus:
         verdict = answer.speedups[found.hardware]
         say = {uncertainty.HELPS: st.success, uncertainty.DOES_NOT: st.warning}.get(verdict["verdict"], st.info)

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from core import settings
 from core.commands import cli, jobs
 from core.model import hardware, profiles
-from core.predict import families, yourmodel
+from core.predict import families, uncertainty, yourmodel
 from core.present.tables import seconds_text
 from tests.helpers import shipped_profile_here, wait_for
 
@@ -56,6 +56,16 @@ def test_each_family_builds_and_renders_an_answer(family):
     what_ifs = json.dumps([w.name for w in yourmodel.what_ifs(families.describe(family, {"batch": 8, "mode": "training"}),
                                                               hardware.resolve("t4")) if w.timed])
     assert all(name in drawn[2] for name in json.loads(what_ifs))
+
+
+def test_a_gpu_range_wholly_above_its_predicted_time_is_said_to_be_the_models_error(monkeypatch):
+    # GPUs measured 2x to 4x what the model predicted for such points; a CPU within 25% either way
+    monkeypatch.setattr(uncertainty, "load", lambda: [uncertainty.Band("cuda", "any", 0.25, 0.5, 10),
+                                                      uncertainty.Band("cpu", "any", 0.8, 1.25, 10)])
+    at = opened({"family": "mlp", "batch": "8", "gpus": "t4"})
+    assert not at.exception
+    assert "the likely range lies wholly above the predicted time" in said(at) and "2x to 4x the model's figure, " \
+                                                                                    "which has been too fast" in said(at)
 
 
 def test_a_value_out_of_bounds_is_refused_by_name_and_range():
