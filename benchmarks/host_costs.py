@@ -16,8 +16,10 @@ measurements the next probes of the calibration should be designed from (issue 4
    two clocks do not know (on the lent H200: the iris hook check's forward measured 70 us a call back to back in one
    lease, part 1 put its host's queued time at 38 us in another).
 4. On the CPU, the iris training step in a fresh process at torch's default threads with OpenMP's idle threads left to
-   their default, passive (sleeping) and active (spinning): whether spinning threads slow a host-bound loop (the
-   16-thread CPU's host-bound points, predicted at half their time).
+   their default, passive (sleeping) and active (spinning), and at one intra-op thread (OMP_NUM_THREADS=1): whether idle
+   threads slow a host-bound loop. The model predicts the 16-thread Xeon's host-bound CPU points at about half their
+   time, and the mlp_surface points of both Xeons (at 2 threads as at 16) at 0.3-0.66 of it, where the 2-core AMD EPYC
+   VMs' are at 0.7-1.2: the number of threads alone cannot be why.
 
     .venv/bin/python benchmarks/host_costs.py [--json out.json]
 
@@ -161,15 +163,23 @@ def cpu_step_seconds() -> float:
                                           block_seconds=0.05).samples)
 
 
-def wait_table(policies=(None, "PASSIVE", "ACTIVE")) -> list[dict]:
-    """Part 4: the CPU step in a process of its own per OpenMP wait policy (None: left to its default)."""
+SETTING_VARIABLES = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+# Part 4's settings: the environment variables each child process starts with (beyond this one's, less
+# SETTING_VARIABLES). Not MKL_NUM_THREADS=1 alone: torch 2.13 then takes one intra-op thread too, whatever
+# OMP_NUM_THREADS says (measured on the 2-core AMD EPYC VM), so it would repeat OMP_NUM_THREADS=1.
+CPU_SETTINGS = {"default": {}, "OMP_WAIT_POLICY=PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"},
+                "OMP_WAIT_POLICY=ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE"}, "OMP_NUM_THREADS=1": {"OMP_NUM_THREADS": "1"}}
+
+
+def wait_table(settings: dict[str, dict] = CPU_SETTINGS) -> list[dict]:
+    """Part 4: the CPU step in a process of its own per setting (its environment variables), with the threads torch
+    took there."""
     rows = []
-    for policy in policies:
-        env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"} | ({"OMP_WAIT_POLICY": policy}
-                                                                                   if policy else {})
+    for name, variables in settings.items():
+        env = {k: v for k, v in os.environ.items() if k not in SETTING_VARIABLES} | variables
         out = subprocess.run([sys.executable, __file__, "--cpu-step"], env=env, capture_output=True, text=True,
-                             check=True).stdout
-        rows.append({"part": "wait", "omp_wait_policy": policy or "default", "step_us": 1e6 * float(out)})
+                             check=True).stdout.split()
+        rows.append({"part": "wait", "setting": name, "threads": int(out[1]), "step_us": 1e6 * float(out[0])})
     return rows
 
 
@@ -179,7 +189,7 @@ def main() -> None:
     parser.add_argument("--cpu-step", action="store_true", help=argparse.SUPPRESS)  # part 4's child process
     args = parser.parse_args()
     if args.cpu_step:
-        print(cpu_step_seconds())
+        print(cpu_step_seconds(), torch.get_num_threads())
         return
     gpus = [f"cuda:{i}" for i in range(torch.cuda.device_count())]
     names = ", ".join(torch.cuda.get_device_name(i) for i in range(len(gpus)))
@@ -205,9 +215,9 @@ def main() -> None:
         print(f"  {r['device']:8s} {r['call']:28s} host {r['host_queued_us']:8.1f}  device {r['device_queued_us']:8.1f}"
               f"  back to back {r['back_to_back_us']:8.1f}")
     wait = wait_table()
-    print(f"\nThe iris training step on the CPU ({torch.get_num_threads()} threads), µs, by OMP_WAIT_POLICY")
+    print("\nThe iris training step on the CPU, µs, in a fresh process per setting (torch's intra-op threads there)")
     for r in wait:
-        print(f"  {r['omp_wait_policy']:8s} {r['step_us']:9.1f}")
+        print(f"  {r['setting']:24s} {r['threads']:3d} threads {r['step_us']:9.1f}")
     if args.json:
         args.json.write_text(json.dumps(ops + wake + steady + wait, indent=1))
 

@@ -24,7 +24,16 @@ def test_without_a_gpu_the_steady_part_has_no_rows():
 
 
 @pytest.mark.full
-def test_the_cpu_step_child_prints_its_median_seconds(monkeypatch, capsys):
+def test_the_cpu_step_child_prints_its_median_seconds_and_threads(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["host_costs.py", "--cpu-step"])  # what wait_table's child processes run
     host_costs.main()
-    assert float(capsys.readouterr().out) > 0
+    seconds, threads = capsys.readouterr().out.split()
+    assert float(seconds) > 0 and int(threads) == torch.get_num_threads()
+
+
+@pytest.mark.full
+def test_each_cpu_setting_runs_in_a_process_started_with_it(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # this process's own setting does not leak into the children
+    rows = host_costs.wait_table({"one thread": {"OMP_NUM_THREADS": "1"}, "default": {}})
+    assert [r["setting"] for r in rows] == ["one thread", "default"] and all(r["step_us"] > 0 for r in rows)
+    assert rows[0]["threads"] == 1 and rows[1]["threads"] >= 1
