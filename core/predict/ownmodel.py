@@ -402,14 +402,14 @@ def report_text(found: list[dict], spec: str, train: bool, compiled: bool = Fals
         if "crossover_batch" in entry:
             batch, up_to, cpu = entry["crossover_batch"], entry["crossover_up_to"], entry["crossover_against"]
             fitting = "at the batches that fit, " if entry.get("fits") is False else ""
-            line += (f"; {fitting}faster than {cpu} from batch {batch:,} on" if batch else
-                     f"; not faster than {cpu} from any batch on, up to {up_to:,}" if up_to else
+            line += (f"; {fitting}predicted faster than {cpu} from batch {batch:,} on" if batch else
+                     f"; not predicted faster than {cpu} from any batch on, up to {up_to:,}" if up_to else
                      "; no batch of the crossover sweep fits in its memory")
         lines.append(line)
     if any("crossover_batch" in entry for entry in found):
         lines.append("The GPU's figures include copying the input from pageable host memory each call; the "
-                     f"crossover compares one call at each batch size {SWEEP[0]} to {SWEEP[-1]:,} that the model takes "
-                     f"and that fits in the GPU's memory.")
+                     f"crossover compares one call's predicted times (not their ranges) at each batch size {SWEEP[0]} to "
+                     f"{SWEEP[-1]:,} that the model takes and that fits in the GPU's memory.")
     for note in dict.fromkeys(note for entry in found for note in entry.get("notes", ())):
         lines.append(f"Note: {note}.")
     if compiled:
