@@ -66,13 +66,11 @@ def range_text(likely: tuple[float, float] | None, seconds: float = None) -> str
     if not likely:
         return "no measured error to range it"
     text = "likely {} to {}".format(*map(seconds_text, likely))
-    if seconds is not None and seconds < likely[0]:
-        return f"{text}: {likely[0] / seconds:.2g}x to {likely[1] / seconds:.2g}x the model's figure, which has " \
-               f"been too fast on such points"
-    if seconds is not None and seconds > likely[1]:
-        return f"{text}: {likely[0] / seconds:.2g}x to {likely[1] / seconds:.2g}x the model's figure, which has " \
-               f"been too slow on such points"
-    return text
+    if seconds is None or likely[0] <= seconds <= likely[1]:
+        return text
+    erred = "fast" if seconds < likely[0] else "slow"
+    return (f"{text}: {likely[0] / seconds:.2g}x to {likely[1] / seconds:.2g}x the model's figure, which has been too "
+            f"{erred} on such points")
 
 
 def edges(band: Band | None) -> tuple[float, float]:
