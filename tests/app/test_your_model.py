@@ -58,6 +58,7 @@ def test_each_family_builds_and_renders_an_answer(family):
     assert all(name in drawn[2] for name in json.loads(what_ifs))
 
 
+@pytest.mark.full
 def test_a_gpu_range_wholly_above_its_predicted_time_is_said_to_be_the_models_error(monkeypatch):
     # GPUs measured 2x to 4x what the model predicted for such points; a CPU within 25% either way
     monkeypatch.setattr(uncertainty, "load", lambda: [uncertainty.Band("cuda", "any", 0.25, 0.5, 10),

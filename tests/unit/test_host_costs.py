@@ -1,5 +1,6 @@
 """benchmarks/host_costs.py's parts that run anywhere: the iris calls it times, its GPU part on a machine without one,
 and what the child process that times the CPU step under an OpenMP wait policy prints."""
+import subprocess
 import sys
 
 import pytest
@@ -31,9 +32,16 @@ def test_the_cpu_step_child_prints_its_median_seconds_and_threads(monkeypatch, c
     assert float(seconds) > 0 and int(threads) == torch.get_num_threads()
 
 
-@pytest.mark.full
-def test_each_cpu_setting_runs_in_a_process_started_with_it(monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # this process's own setting does not leak into the children
+def test_each_cpu_setting_starts_its_child_with_its_variables_alone(monkeypatch):
+    started = []
+
+    def run(command, env, **kwargs):
+        started.append(env)
+        return subprocess.CompletedProcess(command, 0, stdout=f"0.0005 {env.get('OMP_NUM_THREADS', '2')}\n")
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # this process's own setting does not leak into the children
     rows = host_costs.wait_table({"one thread": {"OMP_NUM_THREADS": "1"}, "default": {}})
-    assert [r["setting"] for r in rows] == ["one thread", "default"] and all(r["step_us"] > 0 for r in rows)
-    assert rows[0]["threads"] == 1 and rows[1]["threads"] >= 1
+    assert [env.get("OMP_NUM_THREADS") for env in started] == ["1", None]
+    assert all("OMP_WAIT_POLICY" not in env for env in started)
+    assert rows == [{"part": "wait", "setting": "one thread", "threads": 1, "step_us": pytest.approx(500)},
+                    {"part": "wait", "setting": "default", "threads": 2, "step_us": pytest.approx(500)}]
