@@ -7,7 +7,7 @@ from core import experiments, published, settings
 from core.present import charts
 from core.store import results
 from core.measure import timing
-from tests.helpers import hand_rows
+from tests.helpers import hand_rows, once
 
 
 def _layers(spec: dict) -> list[dict]:
@@ -79,11 +79,14 @@ def test_a_variant_scale_holds_only_the_variants_drawn_with_their_fixed_colours(
 
 @pytest.fixture(scope="module")
 def shipped_specs() -> dict[str, list[dict]]:
-    """Every experiment's charts over the results shipped in the repository, as Vega-Lite specs (built once)."""
-    records = results.load_records(settings.APP_ROOT / "results")
-    return {name: [chart.to_dict() for chart in experiment.charts(results.rows_frame(records, name),
-                                                                  published.load(name))]
-            for name, experiment in experiments.registry().items()}
+    """Every experiment's charts over the results shipped in the repository, as Vega-Lite specs (built once a session,
+    shared by the workers of `pytest -n`: 15 to 20 s on a 2-core machine)."""
+    def build() -> dict[str, list[dict]]:
+        records = results.load_records(settings.APP_ROOT / "results")
+        return {name: [chart.to_dict() for chart in experiment.charts(results.rows_frame(records, name),
+                                                                      published.load(name))]
+                for name, experiment in experiments.registry().items()}
+    return once("shipped-chart-specs", build)
 
 
 def _variant_colours_drawn(spec: dict) -> dict[str, str]:
