@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -104,6 +105,13 @@ def _once_across_workers(key: str, build, session: str):
         value = build()
         write_atomic(path, value)
         return value
+
+
+@functools.cache
+def shipped_records() -> list[dict]:
+    """The records shipped in results/, read once a worker (two seconds a read on a 2-core machine): the same list for
+    every caller, to read only; a test that changes records changes a copy of them."""
+    return results.load_records(settings.APP_ROOT / "results")
 
 
 def smoke_rows(name: str, device_names=("cpu",), preset: str = "smoke", **overrides) -> pd.DataFrame:

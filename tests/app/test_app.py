@@ -1,5 +1,3 @@
-import functools
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -8,16 +6,10 @@ from core.commands import jobs
 from core.store import results
 from core.report import overview
 from tests.app.test_overview import matrix_text
-from tests.helpers import render, smoke_record, wait_for
+from tests.helpers import render, shipped_records, smoke_record, wait_for
 from ui import data
 
 PAGES = sorted((settings.APP_ROOT / "pages").glob("*.py"))
-
-
-@functools.cache
-def shipped_records() -> list[dict]:
-    """The shipped records as read afresh, once per worker (two seconds a read): what a page must leave unchanged."""
-    return results.load_records(settings.APP_ROOT / "results")
 
 
 def app(path="pages/matmul.py") -> AppTest:

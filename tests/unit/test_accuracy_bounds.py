@@ -11,7 +11,7 @@ from core import devices, settings
 from core.predict import predictions
 from core.store import results
 from core.commands.cli import main
-from tests.helpers import once
+from tests.helpers import once, shipped_records
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_a_profile_older_than_the_figures_calibrate_measures_is_named_with_what_
 
 @pytest.mark.full
 def test_a_point_measured_by_one_cold_call_says_so_in_the_table_and_the_cli(shipped_results, shipped):
-    latest = [record for record, _ in predictions._latest(results.load_records(shipped_results))]
+    latest = [record for record, _ in predictions._latest(shipped_records())]
     records = copy.deepcopy([record for record in latest if record["machine_id"] == "amd-epyc-34e468d3"])  # one machine
     rows = [row for record in records for row in record["rows"] if (row.get("census") or {}).get("stretches")]
     for row in rows:
@@ -147,7 +147,7 @@ def test_a_quick_profile_is_named_with_the_largest_product_it_timed(shipped_resu
 
 @pytest.mark.full
 def test_the_catalogue_predicts_a_measured_gpu_it_lists_driven_by_that_machines_cpu(shipped_results, shipped):
-    records = results.load_records(shipped_results)
+    records = shipped_records()
     checked = predictions.catalogue_accuracy(records)
     assert set(checked["device_name"]) == {"NVIDIA H200"} and set(checked["device"]) == {"cuda:0"}
     assert set(checked["hardware"]) == {f"H200 driven by Intel(R) Xeon(R) Processor (intel-r-xeon-r-processor-{m})"
@@ -166,7 +166,7 @@ def test_the_catalogue_predicts_a_measured_gpu_it_lists_driven_by_that_machines_
 @pytest.mark.full
 @pytest.mark.parametrize("name", ["NVIDIA Unlisted 9000", "Intel Core i9-12900KF"])  # unknown; a catalogue CPU's name
 def test_a_gpu_the_catalogue_does_not_list_is_not_checked_against_it(shipped_results, name):
-    records = copy.deepcopy([r for r in results.load_records(shipped_results) if r["fingerprint"]["gpus"]])
+    records = copy.deepcopy([r for r in shipped_records() if r["fingerprint"]["gpus"]])
     assert not predictions.catalogue_accuracy(records).empty  # as measured; then under a name the catalogue lacks
     for record in records:
         for gpu in record["fingerprint"]["gpus"]:
@@ -179,7 +179,7 @@ def test_a_cpu_run_after_a_gpu_run_of_the_same_preset_leaves_the_gpus_points_che
     """The H200 machine ran cnn's quick preset on its GPU alone, then on its CPU alone: each is the latest for its
     device."""
     machine = "intel-r-xeon-r-processor-8e260d9d"
-    runs = [r for r in results.load_records(shipped_results) if r["machine_id"] == machine and r["experiment"] == "cnn"
+    runs = [r for r in shipped_records() if r["machine_id"] == machine and r["experiment"] == "cnn"
             and r["preset"] == "quick"]
     assert sorted(tuple(r["devices"]) for r in runs) == [("cpu",), ("cuda:0",)]
     checked = predictions.accuracy(runs)
@@ -196,7 +196,7 @@ def test_a_cpu_run_after_a_gpu_run_of_the_same_preset_leaves_the_gpus_points_che
 @pytest.mark.full
 def test_a_gpu_point_whose_census_saw_none_of_its_cuda_graph_is_left_out_and_counted_in_a_note(shipped_results, shipped):
     machine = "intel-r-xeon-r-processor-8e260d9d"  # its runs of 2026-11-27 replayed graphs before the census counted them
-    records = copy.deepcopy([r for r in results.load_records(shipped_results) if r["machine_id"] == machine
+    records = copy.deepcopy([r for r in shipped_records() if r["machine_id"] == machine
                              and r["started"] < "2026-11-28"])  # its doctor's runs of 2026-11-29 counted them
     _, out = shipped
     on_gpu = predictions.accuracy(records).query("device == 'cuda:0'")

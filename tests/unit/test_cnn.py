@@ -17,7 +17,7 @@ from core.experiments.cnn.model import (MODELS, TRAINERS, BaseModel, GruRegresso
 from core.measure.experiment import Point, RunState
 from core.params import ConfigError
 from tests import helpers
-from tests.helpers import hand_rows
+from tests.helpers import hand_rows, shipped_records
 
 CUDA_DEVICES = [d for d in devices.available() if devices.kind(d) == "cuda"]
 needs_cuda = pytest.mark.skipif(not CUDA_DEVICES, reason="CUDA graph capture needs a CUDA GPU")
@@ -409,7 +409,7 @@ def test_a_gpu_run_apart_from_its_machines_cpu_run_has_its_speedups_drawn(shippe
     """The H200 machine ran cnn's quick preset on its GPU alone, then on its CPU alone: each GPU point over the CPU
     run's point (its doctor's smoke run, on both devices, is left out here)."""
     machine = "intel-r-xeon-r-processor-8e260d9d"
-    rows = results.rows_frame(results.load_records(shipped_results), "cnn")
+    rows = results.rows_frame(shipped_records(), "cnn")
     rows = rows[(rows["machine_id"] == machine) & (rows["preset"] == "quick")]
     gpu_run = rows.loc[rows["device"] == "cuda:0", "run_id"].unique()
     cpu_run = rows.loc[rows["device"] == "cpu", "run_id"].unique()

@@ -17,21 +17,21 @@ import pytest
 
 from core import experiments, settings
 from core.report import overview
-from core.store import results
+from tests.helpers import shipped_records
 
 pytestmark = pytest.mark.full  # parses every shipped record and predicts the write-ups' GPUs
 
 
 def test_the_overview_verdict_matrix_of_the_shipped_results_is_unchanged(shipped_results):
     expected = json.loads((settings.APP_ROOT / "tests" / "data" / "verdict_matrix.json").read_text(encoding="utf-8"))
-    matrix = overview.verdict_matrix(results.load_records())
+    matrix = overview.verdict_matrix(shipped_records())
     columns = list(expected[0])
     found = matrix[columns].fillna("").to_dict("records")
     assert found == expected
 
 
 def test_the_write_ups_gpu_is_predicted_from_this_machine_where_it_is_calibrated(shipped_results):
-    shown = overview.shown_records(results.load_records())
+    shown = overview.shown_records(shipped_records())
     mine = {mid: [r for r in shown if r["machine_id"] == mid and r["experiment"] == "matmul"]
             for mid in overview._labels(shown)}
     first, _ = overview._predicted_on_one(experiments.get("matmul"), mine, here=None)
