@@ -69,6 +69,7 @@ The detail a cost model needs (`Census.summary()`'s "ops", "stretches", "loader"
 - stretches: a sample's operations in order (those of the laps it names, in the order they ran), cut after
   every call that synchronises; identical stretches are kept once with how often they occur."""
 import contextlib
+import functools
 import gc
 import inspect
 import os
@@ -170,8 +171,10 @@ def conv_backward_flops(grad_out_shape, x_shape, w_shape, bias, stride, padding,
 FORMULAS = {aten.convolution_backward: conv_backward_flops}  # before torch.utils.flop_counter's own
 
 
+@functools.cache
 def op_kind(func) -> OpKind | None:
-    """The kind of an OpOverload; None for what is not an operation (profiler markers)."""
+    """The kind of an OpOverload; None for what is not an operation (profiler markers). Worked out once a process: it
+    reads only the overload and this module's tables, and a census of a few calls spent a tenth of its time here."""
     if func.namespace in IGNORED_NAMESPACES:
         return None
     packet = func._overloadpacket
@@ -375,7 +378,6 @@ def _copy(kind: OpKind, args, kwargs, out) -> tuple[tuple, int] | None:
     return (D2D, False, False), nbytes
 
 
-UNSEEN = object()  # an overload whose kind is not worked out yet
 
 
 class _Stretch:
@@ -501,7 +503,6 @@ class Census(TorchDispatchMode):
         self._lap: dict[int, list[int]] | None = None
         self._pieces: list[_Stretch] = []
         self._piece = _Stretch()
-        self._kinds: dict = {}
         self._flops: dict[tuple, int] = {}  # a formula's count by its call's shapes and other arguments
         self._ranges: list[tuple[int, str, bool]] = []  # open ranges: handle, the phase outside, a loader batch
         self._phase = STEP
@@ -574,9 +575,7 @@ class Census(TorchDispatchMode):
                 sys.setprofile(hook)
 
     def _dispatch(self, func, args, kwargs):
-        kind = self._kinds.get(func, UNSEEN)
-        if kind is UNSEEN:
-            kind = self._kinds[func] = op_kind(func)
+        kind = op_kind(func)
         out = _answer_meta(func, args, kwargs)
         if out is NOT_ANSWERED:
             out = (_run_meta(func, kind, args, kwargs) if self._stand_in and kind is not None and kind.shaped
