@@ -96,7 +96,7 @@ def _gpu_answers(answer: yourmodel.Answer) -> None:
                      "fits its memory": "yes" if memory["fits"] else
                      f"no: needs {memory['needed_gib']:.3g} GiB of {memory['held_gib']:.3g}"})
     st.dataframe(pd.DataFrame(rows), hide_index=True)
-    above = [found for found in answer.gpus if found.likely and found.likely[0] > found.seconds]
+    above = [found for found in answer.gpus if uncertainty.erred(found.likely, found.seconds) == "fast"]
     if above:
         st.caption(f"{', '.join(found.hardware for found in above)}: the likely range lies wholly above the "
                    f"predicted time ({uncertainty.range_text(above[0].likely, above[0].seconds)}). The time is the "

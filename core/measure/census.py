@@ -378,8 +378,6 @@ def _copy(kind: OpKind, args, kwargs, out) -> tuple[tuple, int] | None:
     return (D2D, False, False), nbytes
 
 
-
-
 class _Stretch:
     """Operations run one after another with no synchronisation between them: the calls per operation id,
     and the loader batches (with their samples), graph replays, module calls (per module class) and optimiser

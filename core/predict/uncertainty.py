@@ -58,19 +58,26 @@ def band_for(found: list[Band], kind: str, regime: str) -> Band | None:
     return by_key.get((kind, regime)) or by_key.get((kind, "any"))
 
 
+def erred(likely: tuple[float, float] | None, seconds: float) -> str | None:
+    """"fast" where a predicted time's range lies wholly above it (the model has predicted such points too fast),
+    "slow" where wholly below, None where the range holds it or there is none."""
+    if not likely or likely[0] <= seconds <= likely[1]:
+        return None
+    return "fast" if seconds < likely[0] else "slow"
+
+
 def range_text(likely: tuple[float, float] | None, seconds: float = None) -> str:
     """'likely 0.9 ms to 2.1 ms' for a predicted time's range (Band.range), or what says it has none. Given the
-    predicted `seconds`, a range wholly on one side of it says so: the model has erred one way on such points
-    (on a GPU's host-bound ones it has predicted too fast), and a reader would otherwise take the figure outside its
-    own range for a slip."""
+    predicted `seconds`, a range wholly on one side of it says so (`erred`): a reader would otherwise take the figure
+    outside its own range for a slip."""
     if not likely:
         return "no measured error to range it"
     text = "likely {} to {}".format(*map(seconds_text, likely))
-    if seconds is None or likely[0] <= seconds <= likely[1]:
+    side = erred(likely, seconds) if seconds is not None else None
+    if side is None:
         return text
-    erred = "fast" if seconds < likely[0] else "slow"
     return (f"{text}: {likely[0] / seconds:.2g}x to {likely[1] / seconds:.2g}x the model's figure, which has been too "
-            f"{erred} on such points")
+            f"{side} on such points")
 
 
 def edges(band: Band | None) -> tuple[float, float]:
