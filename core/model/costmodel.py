@@ -172,6 +172,8 @@ def _gpu_call(op: dict, host, gpu) -> Cost:
         on_host = gpu.value(TRAINING_OP)
     direction = op["copy"]["direction"] if op["copy"] else None
     if direction in ("h2d", "d2h"):
+        if op["copy"]["pinned"] and not op["sync"]:
+            return _queued_copy_cost(op["copy"], gpu, on_host)
         seconds = _transfer_seconds(op["copy"], gpu)
         return Cost(host=on_host, serial=seconds) if op["sync"] else Cost(host=on_host, copies=seconds)
     sync = gpu.value("sync_round_trip") if op["sync"] else 0.0
@@ -624,6 +626,15 @@ def op_name(op: str) -> str:
     """A census's operation as the host's op-by-op figures name it (core.calibration.op_probes): 'aten.tanh_' -> 'tanh' (an
     in-place variant costs what its function does)."""
     return op.removeprefix("aten.").removesuffix("_")
+
+
+def _queued_copy_cost(copy: dict, gpu, dispatch: float) -> Cost:
+    """A non-blocking copy from or into pinned memory is queued like a kernel: the host pays its issue as it pays a
+    launch, and the GPU its bytes at the bandwidth, at least its shortest kernel. Its latency (calibrate's: each copy
+    waited for) is the wait of a copy that syncs; nothing waits for this one."""
+    memory = "pinned"
+    device = max(copy["bytes"] / gpu.value(f"{copy['direction']}_bandwidth_{memory}"), gpu.value("shortest_kernel"))
+    return Cost(host=dispatch, launches=max(0.0, gpu.value("launch_overhead") - dispatch), copies=device)
 
 
 def _transfer_seconds(copy: dict, gpu) -> float:

@@ -297,12 +297,25 @@ def test_a_pageable_copy_is_serial_after_the_stretch():
     assert_parts(after, parts(host=5 * US, launches=2 * US, compute=100 * US, copies=810 * US))
 
 
-def test_a_pinned_non_blocking_copy_is_device_time():
-    # 5 us latency + 4e6 / 2e10 (200 us) = 205 us on the device, beside the 100 us kernel: device side
-    # 305 us, host side 9 + 5 = 14 us: the device's, after one of the two calls' host (host 5, launches 2).
+def test_a_pinned_non_blocking_copy_is_queued_like_a_kernel():
+    # Its bytes on the device, 4e6 / 2e10 = 200 us (no latency: nothing waits for it), beside the 100 us kernel:
+    # device side 300 us; the host issues each call as it launches a kernel, 5 us dispatch + 4 us launch: host side
+    # 18 us. Device-bound, after one of the two calls' host (host 5, launches 4): 309 us.
     pinned = copy(pinned=True, sync=False)
     found = predict(census([BIG_MUL, pinned], [stretch([(0, 1), (1, 1)])]), gpu())
-    assert_parts(found, parts(host=5 * US, launches=2 * US, compute=100 * US, copies=205 * US))
+    assert_parts(found, parts(host=5 * US, launches=4 * US, compute=100 * US, copies=200 * US))
+
+
+def test_a_small_queued_copy_takes_the_device_at_least_its_shortest_kernel():
+    # 1 kB / 2e10 = 0.05 us, below the 2 us shortest kernel; the host's 5 + 4 us first: 11 us
+    found = predict(census([copy(pinned=True, sync=False, nbytes=1e3)], [stretch([(0, 1)])]), gpu())
+    assert_parts(found, parts(host=5 * US, launches=4 * US, copies=2 * US))
+
+
+def test_a_non_blocking_copy_from_pageable_memory_keeps_its_latency_on_the_device():
+    # CUDA stages pageable memory: 10 us + 4e6 / 5e9 = 810 us, after the host's 5 us dispatch
+    found = predict(census([copy(sync=False)], [stretch([(0, 1)])]), gpu())
+    assert_parts(found, parts(host=5 * US, copies=810 * US))
 
 
 def test_a_d2h_copy_uses_its_own_figures():

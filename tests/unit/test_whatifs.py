@@ -111,11 +111,12 @@ def test_a_pinned_copy_is_priced_at_the_pinned_figures_on_the_device_s_clock():
     # device-bound, 931 us in all
     eager = costmodel.predict(pinned_census(), gpu())
     assert_parts(eager, parts(host=17 * US, launches=4 * US, copies=810 * US, compute=100 * US))
-    # pinned: the copy 5 us + 4e6 / 2e10 = 205 us on the device, not blocking; one stretch of host 5 + 12 = 17 us
-    # and 4 us launch, device 205 + 100 = 305 us: device-bound over its 2 calls: host 8.5 us, launches 2 us
+    # pinned: the copy queued like a kernel, its 4e6 / 2e10 = 200 us on the device and its 5 us dispatch and 4 us
+    # launch on the host; one stretch of host 5 + 12 = 17 us and 8 us launches, device 200 + 100 = 300 us:
+    # device-bound over its 2 calls: host 8.5 us, launches 4 us
     found = costmodel.predict(whatifs.pinned(pinned_census()), gpu())
-    assert_parts(found, parts(host=8.5 * US, launches=2 * US, copies=205 * US, compute=100 * US))
-    assert found.gpu_idle == pytest.approx(10.5 * US)  # 315.5 us, the device busy 305 of them
+    assert_parts(found, parts(host=8.5 * US, launches=4 * US, copies=200 * US, compute=100 * US))
+    assert found.gpu_idle == pytest.approx(12.5 * US)  # 312.5 us, the device busy 300 of them
 
 
 def test_stretches_occurring_unequally_often_are_not_joined():
