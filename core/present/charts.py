@@ -699,6 +699,15 @@ PREDICTED_COLOURS = ["#7f7f7f", "#e45756", "#b279a2", "#f58518", "#9d755d", "#ee
                      "#d67195", "#439894"]
 
 
+# Seconds labelled in the unit that reads best at each tick ("500 ns", "2 µs", "10 ms"), where Vega's own format
+# writes a log axis's small values as "0.000001" and then "1e-7"; the ticks Vega leaves unlabelled stay so
+SECONDS_LABELS = ("datum.label == '' ? ''"
+                  " : datum.value >= 1 ? format(datum.value, '.3~g') + ' s'"
+                  " : datum.value >= 1e-3 ? format(datum.value * 1e3, '.3~g') + ' ms'"
+                  " : datum.value >= 1e-6 ? format(datum.value * 1e6, '.3~g') + ' µs'"
+                  " : format(datum.value * 1e9, '.3~g') + ' ns'")
+
+
 def measured_and_predicted(data: pd.DataFrame, x: str, *, title: str, x_title: str, y_title: str,
                            facet: str = None, tooltip: list[str] = (), marks: tuple = ()) -> alt.TopLevelMixin:
     """Seconds per unit (`per_unit_s`) against `x`: one line per `series` (its legend label) and `line`
@@ -719,7 +728,8 @@ def measured_and_predicted(data: pd.DataFrame, x: str, *, title: str, x_title: s
                                          symbolStrokeWidth=3))
     encoding = dict(
         x=alt.X(f"{x}:Q", title=x_title, scale=_spanning(data[x]), axis=_ticks_at(data[x])),
-        y=alt.Y("per_unit_s:Q", title=y_title, scale=_spanning(data["per_unit_s"])),
+        y=alt.Y("per_unit_s:Q", title=y_title, scale=_spanning(data["per_unit_s"]),
+                axis=alt.Axis(labelExpr=SECONDS_LABELS)),
         color=colour, detail="line:N",
         tooltip=["series", "source", x, alt.Tooltip("per_unit_s:Q", title="seconds per unit", format=".3~g"),
                  *tooltip])

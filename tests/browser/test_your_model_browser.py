@@ -48,6 +48,9 @@ def test_the_crossover_and_the_what_ifs_draw_predicted_marks_as_predicted(app, p
     for i in range(lines.count()):  # every line is a prediction here: dotted
         assert lines.nth(i).get_attribute("stroke-dasharray") == "2,2"
     assert crossover.locator("path[aria-roledescription='area mark']").count() >= 2  # each line's likely range
+    ticks = crossover.locator("[aria-roledescription='axis'][aria-label^='Y-axis'] text").all_text_contents()
+    labels = [t for t in ticks if t[:1].isdigit()]  # the tick labels, not the axis title
+    assert labels and all(t.endswith((" ns", " µs", " ms", " s")) for t in labels), ticks
     bars = _chart(page, "Per sample on").locator("path[aria-roledescription='bar']")
     assert bars.count() >= 5  # eager and the fixes predicted on this GPU
     for i in range(bars.count()):
