@@ -14,7 +14,11 @@ measurements the next probes of the calibration should be designed from (issue 4
    them (blocks of calls, synchronised at the block's ends). Back to back far above the larger of the two queued
    sides says the host pays more per call while the device runs than while it waits behind a spin: what the model's
    two clocks do not know (on the lent H200: the iris hook check's forward measured 70 us a call back to back in one
-   lease, part 1 put its host's queued time at 38 us in another).
+   lease, part 1 put its host's queued time at 38 us in another). Beside them, non-blocking copies each way between
+   pinned host memory and the GPU, 1 kB to 1 MB: the model issues a queued copy at the host's launch_overhead and
+   gives the GPU its bytes over the bandwidth (at least the shortest kernel), neither of which calibrate times for a
+   copy (its copy latency waits for each); on the lent H200 such copies took 5 us (d2h) and 7-10 us (h2d) a call back
+   to back, where its launch_overhead was 5.9 us.
 4. On the CPU, the iris training step in a fresh process at torch's default threads with OpenMP's idle threads left to
    their default, passive (sleeping) and active (spinning), and at one intra-op thread (OMP_NUM_THREADS=1): whether idle
    threads slow a host-bound loop. The model predicts the 16-thread Xeon's host-bound CPU points at about half their
@@ -44,6 +48,7 @@ from core.experiments.iris.model import initial_model, iris_data  # noqa: E402
 from core.measure import timing  # noqa: E402
 
 QUEUED_CALLS = 200
+COPY_ELEMENTS = (256, 4096, 40_000, 262_144)  # float32: 1 kB, 16 kB, 160 kB (matmul's size 200), 1 MB
 GEMM_SIZES = (16, 64, 128, 256)
 PAUSE_S = 20e-6  # single-threaded Python between two GEMMs, about a small op's dispatch or two
 
@@ -144,10 +149,22 @@ def iris_calls(device: str) -> dict:
     return {"iris forward, no autograd": forward, "iris training step": step}
 
 
+def copy_calls(device: str) -> dict:
+    """Non-blocking copies between pinned host memory (devices.pin) and `device`, each way, at each of COPY_ELEMENTS:
+    the matmul experiment's h2d and d2h pinned variants at other sizes."""
+    calls = {}
+    for n in COPY_ELEMENTS:
+        host, back = (devices.pin(torch.ones(n), device) for _ in range(2))
+        there = torch.empty(n, device=device)
+        calls[f"h2d {4 * n:,} B pinned"] = lambda there=there, host=host: there.copy_(host, non_blocking=True)
+        calls[f"d2h {4 * n:,} B pinned"] = lambda there=there, back=back: back.copy_(there, non_blocking=True)
+    return calls
+
+
 def steady_table(gpus: list[str]) -> list[dict]:
     rows = []
     for device in gpus:
-        for name, fn in iris_calls(device).items():
+        for name, fn in (iris_calls(device) | copy_calls(device)).items():
             alone = queued(fn, device)
             back_to_back = timing.micro(fn, device, repeats=5, block_seconds=0.05).samples
             rows.append({"part": "steady", "device": device, "call": name,

@@ -20,6 +20,16 @@ def test_the_iris_training_step_trains_and_the_forward_records_nothing():
     assert not torch.allclose(forward(), before)
 
 
+def test_the_copies_go_each_way_at_each_size_and_arrive():
+    # on the CPU (pinning needs a CUDA build: devices.pin leaves the host tensors as they are) "there" is host memory
+    calls = host_costs.copy_calls("cpu")
+    sizes = [f"{4 * n:,} B" for n in host_costs.COPY_ELEMENTS]
+    assert list(calls) == [f"{way} {size} pinned" for size in sizes for way in ("h2d", "d2h")]
+    for n, size in zip(host_costs.COPY_ELEMENTS, sizes):  # the host's ones go there and come back
+        calls[f"h2d {size} pinned"]()
+        assert torch.equal(calls[f"d2h {size} pinned"](), torch.ones(n))
+
+
 def test_without_a_gpu_the_steady_part_has_no_rows():
     assert host_costs.steady_table([]) == []
 
