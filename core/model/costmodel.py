@@ -632,8 +632,7 @@ def _queued_copy_cost(copy: dict, gpu, dispatch: float) -> Cost:
     """A non-blocking copy from or into pinned memory is queued like a kernel: the host pays its issue as it pays a
     launch, and the GPU its bytes at the bandwidth, at least its shortest kernel. Its latency (calibrate's: each copy
     waited for) is the wait of a copy that syncs; nothing waits for this one."""
-    memory = "pinned"
-    device = max(copy["bytes"] / gpu.value(f"{copy['direction']}_bandwidth_{memory}"), gpu.value("shortest_kernel"))
+    device = max(copy["bytes"] / gpu.value(f"{copy['direction']}_bandwidth_pinned"), gpu.value("shortest_kernel"))
     return Cost(host=dispatch, launches=max(0.0, gpu.value("launch_overhead") - dispatch), copies=device)
 
 

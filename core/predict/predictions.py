@@ -171,9 +171,9 @@ def _twin_metric(name: str, value, scale: float, experiment: Experiment):
 
 
 # -- accuracy where a machine measured ----------------------------------------------------------------------
-ACCURACY_COLUMNS = ["experiment", "machine_id", "machine", "run_id", "device", "device_name", "variant", "point", "unit",
-                    "per_call", "measured_s", "cold", "predicted_s", "ratio", "within", "host_share", "bound",
-                    "hardware"]
+ACCURACY_COLUMNS = ["experiment", "machine_id", "machine", "run_id", "device", "device_name", "variant", "point",
+                    "threads_setting", "unit", "per_call", "measured_s", "cold", "predicted_s", "ratio", "within",
+                    "host_share", "bound", "hardware"]
 HOST_PARTS = ("host", "launches", "loading")  # what the host spends: the terms a GPU prediction takes from its CPU
 # What bounds a predicted point (its regime), by the host's share of it: the host terms (dispatch, Python, loading)
 # are what a GPU prediction of a small workload rests on; the rest is the device's work (a CPU target's own compute)
@@ -221,11 +221,18 @@ def accuracy(records: list[dict], latest_only: bool = True,
                          "run_id": meta["run_id"],
                          "device": row["device"], "device_name": results.device_name(record, row["device"]),
                          "variant": row["variant"], "point": results.point_text(row.get("params", {})),
-                         "unit": row.get("unit"), "per_call": row.get("per_call", 1), "measured_s": row["median"],
+                         "threads_setting": threads_setting(row), "unit": row.get("unit"),
+                         "per_call": row.get("per_call", 1), "measured_s": row["median"],
                          "cold": bool(row.get("cold")), "predicted_s": predicted.seconds, "ratio": ratio,
                          "within": within(ratio),
                          "host_share": share, "bound": bound(share), "hardware": target.title})
     return pd.DataFrame(flat, columns=ACCURACY_COLUMNS)
+
+
+def threads_setting(row: dict) -> str:
+    """A row's thread setting (a quick run times a CPU point at torch's default threads and at one): rows before the
+    setting was recorded ran at the default."""
+    return row.get("threads_setting") or analysis.DEFAULT_THREADS
 
 
 def other_threads(row: dict, calibrated: int | None) -> bool:
@@ -291,15 +298,16 @@ def off_by(ratios: pd.Series) -> pd.Series:
     return ratios.map(lambda r: max(r, 1 / r))
 
 
-REPEAT_COLUMNS = ["machine_id", "experiment", "run_id", "device", "variant", "point", "older_s", "newer_s", "ratio",
-                  "within"]
+REPEAT_COLUMNS = ["machine_id", "experiment", "run_id", "device", "variant", "point", "threads_setting", "older_s",
+                  "newer_s", "ratio", "within"]
 
 
 def repeatability(records: list[dict]) -> pd.DataFrame:
-    """For every point of one configuration that two or more complete runs on one machine measured: the latest two
-    runs' medians and their ratio (newer / older), `run_id` the newer run's; `within`: within WITHIN either way. A
-    machine's measurements repeat no closer than this, so the model cannot be checked there more finely either."""
-    medians: dict[tuple, list[tuple[str, float]]] = {}
+    """For every point of one configuration that two or more complete runs on one machine measured at one thread
+    setting: the latest two runs' medians and their ratio (newer / older), `run_id` the newer run's; `within`: within
+    WITHIN either way. A machine's measurements repeat no closer than this, so the model cannot be checked there more
+    finely either. One run's rows of a point at two thread settings are two configurations, not a repeat."""
+    medians: dict[tuple, dict[str, float]] = {}  # key -> run id -> median, in the order the runs started
     for record in sorted(records, key=lambda r: r.get("started") or ""):
         if record["status"] != "complete":
             continue
@@ -307,16 +315,16 @@ def repeatability(records: list[dict]) -> pd.DataFrame:
         for row in record["rows"]:
             if row.get("status", "ok") == "ok" and row.get("median"):
                 key = (record["machine_id"], record["experiment"], config, row["device"], row["variant"],
-                       results.point_text(row.get("params", {})))
-                medians.setdefault(key, []).append((record["run_id"], row["median"]))
+                       results.point_text(row.get("params", {})), threads_setting(row))
+                medians.setdefault(key, {})[record["run_id"]] = row["median"]
     flat = []
-    for (machine, experiment, _, device, variant, point), found in medians.items():
+    for (machine, experiment, _, device, variant, point, setting), found in medians.items():
         if len(found) < 2:
             continue
-        (_, older), (run_id, newer) = found[-2:]
+        (_, older), (run_id, newer) = list(found.items())[-2:]
         flat.append({"machine_id": machine, "experiment": experiment, "run_id": run_id, "device": device,
-                     "variant": variant, "point": point, "older_s": older, "newer_s": newer, "ratio": newer / older,
-                     "within": within(newer / older)})
+                     "variant": variant, "point": point, "threads_setting": setting, "older_s": older,
+                     "newer_s": newer, "ratio": newer / older, "within": within(newer / older)})
     return pd.DataFrame(flat, columns=REPEAT_COLUMNS)
 
 
@@ -324,9 +332,9 @@ def with_repeats(accuracy: pd.DataFrame, repeats: pd.DataFrame) -> pd.DataFrame:
     """The accuracy frame with `measured_before_s` and `runs_apart`: where the point's run measured it again after an
     earlier run of the same configuration, that run's median and the newer over the older (NaN where it was measured
     once), so that a miss can be read against how far the point itself repeats."""
-    apart = repeats[["run_id", "device", "variant", "point", "older_s", "ratio"]].rename(
+    apart = repeats[["run_id", "device", "variant", "point", "threads_setting", "older_s", "ratio"]].rename(
         columns={"older_s": "measured_before_s", "ratio": "runs_apart"})
-    return accuracy.merge(apart, on=["run_id", "device", "variant", "point"], how="left")
+    return accuracy.merge(apart, on=["run_id", "device", "variant", "point", "threads_setting"], how="left")
 
 
 def repeatability_text(frame: pd.DataFrame) -> str:

@@ -9,9 +9,13 @@ from core.predict import predictions
 from core.commands.cli import main
 
 
-def run(started: str, medians: dict, config=None, status="complete", machine="box-1") -> dict:
+def run(started: str, medians: dict, config=None, status="complete", machine="box-1", one_thread: dict = None) -> dict:
+    """A run's rows: `medians` at torch's default threads (rows of older runs, which did not record the setting), and
+    `one_thread`'s at one intra-op thread, as a quick run times a CPU point at both."""
     rows = [{"device": "cpu", "variant": "as written", "params": {"size": size}, "status": "ok", "median": median}
             for size, median in medians.items()]
+    rows += [{"device": "cpu", "variant": "as written", "params": {"size": size}, "status": "ok", "median": median,
+              "threads_setting": "1"} for size, median in (one_thread or {}).items()]
     return {"run_id": f"{machine} {started}", "machine_id": machine, "experiment": "matmul", "config": config or {"sizes": [8, 16, 32]},
             "started": started, "status": status, "rows": rows}
 
@@ -33,6 +37,19 @@ def test_the_latest_two_runs_of_a_configuration_are_compared_point_by_point():
     assert predictions.repeatability_text(predictions.repeatability(records[:1])) == ""  # one run: nothing to compare
 
 
+def test_a_point_timed_at_two_thread_settings_repeats_only_against_itself_at_its_setting():
+    one_run = run("2026-01-01", {8: 2.0}, one_thread={8: 3.0})
+    assert predictions.repeatability([one_run]).empty  # two settings of one run: two configurations, no repeat
+    later = run("2026-01-02", {8: 2.2}, one_thread={8: 6.0})
+    frame = predictions.repeatability([one_run, later]).set_index("threads_setting")
+    assert frame.loc["default", ["older_s", "newer_s"]].tolist() == [2.0, 2.2]
+    assert frame.loc["1", ["older_s", "newer_s"]].tolist() == [3.0, 6.0]
+    accuracy = pd.DataFrame({"run_id": later["run_id"], "device": "cpu", "variant": "as written", "point": "size=8",
+                             "threads_setting": ["default"], "ratio": [1.0]})
+    found = predictions.with_repeats(accuracy, predictions.repeatability([one_run, later]))
+    assert len(found) == 1 and found["measured_before_s"].tolist() == [2.0]  # its own setting's, once
+
+
 def test_how_far_runs_repeat_is_given_at_each_limit_the_accuracy_gives():
     frame = pd.DataFrame({"ratio": [1.1, 1 / 1.4, 2.0]})
     assert predictions.repeatability_text(frame) == ("two runs of the same configuration agree within 1.5x on 67% of 3 "
@@ -43,7 +60,7 @@ def test_a_checked_point_carries_what_the_run_before_measured_where_one_did():
     records = [run("2026-01-01", {8: 2.0, 16: 1.0}), run("2026-01-02", {8: 3.0}), run("2026-01-03", {8: 9.0}, machine="box-2")]
     accuracy = pd.DataFrame({"run_id": [records[1]["run_id"], records[0]["run_id"], records[2]["run_id"]],
                              "device": "cpu", "variant": "as written", "point": ["size=8", "size=16", "size=8"],
-                             "ratio": [1.1, 0.9, 1.0]})
+                             "threads_setting": "default", "ratio": [1.1, 0.9, 1.0]})
     found = predictions.with_repeats(accuracy, predictions.repeatability(records))
     assert found[["measured_before_s", "runs_apart"]].iloc[0].tolist() == [2.0, 1.5]  # the 01-02 run, after the 01-01
     assert found[["measured_before_s", "runs_apart"]].iloc[1:].isna().all().all()  # measured once, on either machine
