@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from core import devices, settings
+from core import devices, experiments, settings
 from core.commands.cli import main
 from core.doctor import checks, plan as planning, session
 from core.model import costmodel, hardware
@@ -279,12 +279,18 @@ def test_a_full_profile_of_every_figure_is_kept_and_never_replaced_by_a_quick_on
     assert planning.make(6 * 3600, ["cpu"], records=[], profile=older).steps[0].kind == "calibrate"
 
 
-def test_a_step_cut_short_before_is_estimated_from_the_share_of_its_points_it_finished():
+def test_a_step_is_estimated_per_point_it_finished_at_the_points_planned_now():
     here = devices.fingerprint()["machine_id"]
+    exp = experiments.get("tabnet")
+    planned = len(exp.plan(exp.config("quick"), ["cpu"]))
     cut = {"machine_id": here, "experiment": "tabnet", "preset": "quick", "status": "cancelled", "devices": ["cpu"],
-           "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:30+00:00", "planned_points": 8,
+           "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:30+00:00", "planned_points": planned,
            "rows": [{}, {}]}
-    assert planning.run_step("tabnet", "quick", ["cpu"], [cut]).seconds == 120
+    assert planning.run_step("tabnet", "quick", ["cpu"], [cut]).seconds == 15 * planned  # 15 s a point
+    # another machine's complete run of an earlier plan, each point once where the plan now times it twice
+    earlier = cut | {"machine_id": "a-2-core-vm", "status": "complete", "planned_points": planned // 2,
+                     "rows": [{}] * (planned // 2)}
+    assert planning.run_step("tabnet", "quick", ["cpu"], [earlier]).seconds == pytest.approx(60)
 
 
 def test_the_quick_steps_come_after_every_smoke_step():
