@@ -143,9 +143,8 @@ def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) 
     """How long the experiment's preset took on these devices here last time, else on another machine's devices of
     the same kinds (a CPU and one GPU: the lent H200's runs for a new GPU), per point it finished times the points
     planned now (a run cut short, or one of an earlier plan: a quick run now times each CPU point at two thread
-    settings, where the shipped AMD VMs' runs timed it at one, and their 2-4 min took a 2-core VM 8-11 min); else its
-    guess for the points plus INSPECTION_S per point and STANDIN_S per stand-in census (which overestimated a lent
-    H200's smoke runs 1.8x)."""
+    settings, where older runs timed it at one); else its guess for the points plus INSPECTION_S per point and
+    STANDIN_S per stand-in census (which overestimated a lent H200's smoke runs 1.8x)."""
     here = devices.fingerprint()["machine_id"]
     took = [r for r in records if r["experiment"] == exp.name and r["preset"] == preset
             and r["status"] in ("complete", "cancelled") and r["rows"] and r.get("ended")
