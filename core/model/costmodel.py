@@ -199,9 +199,7 @@ def _kernel_cost(op: dict, gpu, dispatch: float) -> Cost:
     device = max(_work_seconds(op, gpu, None), kernels * gpu.value("shortest_kernel"))
     if op["phase"] == "graph":
         return Cost(compute=device + kernels * gpu.value("graph_replay_per_node"))
-    # launch_overhead is a whole eager op's host time on the GPU (what calibrate measures): its dispatch is
-    # already the op's host overhead, so the launch adds what is left; C++ enqueues each further kernel
-    launches = max(0.0, gpu.value("launch_overhead") - dispatch)
+    launches = _launch_rest(gpu, dispatch)  # C++ enqueues each further kernel
     if kernels > 1:
         launches += (kernels - 1) * gpu.value("kernel_enqueue")
     return Cost(launches=launches, compute=device)
@@ -633,7 +631,13 @@ def _queued_copy_cost(copy: dict, gpu, dispatch: float) -> Cost:
     launch, and the GPU its bytes at the bandwidth, at least its shortest kernel. Its latency (calibrate's: each copy
     waited for) is the wait of a copy that syncs; nothing waits for this one."""
     device = max(copy["bytes"] / gpu.value(f"{copy['direction']}_bandwidth_pinned"), gpu.value("shortest_kernel"))
-    return Cost(host=dispatch, launches=max(0.0, gpu.value("launch_overhead") - dispatch), copies=device)
+    return Cost(host=dispatch, launches=_launch_rest(gpu, dispatch), copies=device)
+
+
+def _launch_rest(gpu, dispatch: float) -> float:
+    """What issuing one kernel or queued copy adds to the operation's dispatch: launch_overhead is a whole eager op's
+    host time on the GPU (what calibrate measures), its dispatch included."""
+    return max(0.0, gpu.value("launch_overhead") - dispatch)
 
 
 def _transfer_seconds(copy: dict, gpu) -> float:

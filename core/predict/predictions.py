@@ -16,7 +16,7 @@ from core.predict import uncertainty
 from core.present import analysis
 from core.store import results
 from core.measure import standin
-from core.measure.experiment import Experiment, Point
+from core.measure.experiment import DEFAULT_THREADS, Experiment, Point
 
 PREDICTED, MEASURED = "predicted", "measured"
 WITHIN = 1.5  # the accuracy target on a machine that measured: predicted within this factor of measured
@@ -232,7 +232,7 @@ def accuracy(records: list[dict], latest_only: bool = True,
 def threads_setting(row: dict) -> str:
     """A row's thread setting (a quick run times a CPU point at torch's default threads and at one): rows before the
     setting was recorded ran at the default."""
-    return row.get("threads_setting") or analysis.DEFAULT_THREADS
+    return row.get("threads_setting") or DEFAULT_THREADS
 
 
 def other_threads(row: dict, calibrated: int | None) -> bool:
