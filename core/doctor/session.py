@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -35,8 +36,9 @@ def done_steps() -> dict[str, dict]:
     machine last booted (a profile is of the boot it was taken in: core.doctor.plan)."""
     try:
         steps = json.loads(state_path().read_text())["steps"]
+        booted = datetime.fromisoformat(devices.booted())
         return {key: step for key, step in steps.items()
-                if not key.startswith("calibrate") or step["finished"] >= devices.booted()}
+                if not key.startswith("calibrate") or datetime.fromisoformat(step["finished"]) >= booted}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 

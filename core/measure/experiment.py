@@ -7,8 +7,9 @@ from typing import Any
 from core import devices
 from core.measure import timing
 from core.params import PRESETS, ConfigError, Param, shown
+from core.store.record_schema import DEFAULT_THREADS
 
-DEFAULT_THREADS, CORES, MAX_THREADS = "default", "cores", 1024
+CORES, MAX_THREADS = "cores", 1024
 CPU_THREADS = Param("cpu_threads", str, (DEFAULT_THREADS,), "intra-op thread settings each CPU point is timed at: "
                     f"{DEFAULT_THREADS} (torch's, as the write-ups ran), {CORES} (the physical cores) or a number of "
                     "threads; a verdict compares a GPU with the first and with the fastest", many=True)

@@ -18,6 +18,7 @@ from core import devices, settings
 from core.present import stats
 from core.present.stats import Interval
 from core.store import results
+from core.store.record_schema import DEFAULT_THREADS
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -28,7 +29,6 @@ NEEDS_GPU = "needs a GPU to tell"
 NO_DATA = "no data yet"
 
 POINT_KEYS = ["machine_id", "config_id", "variant", "point"]   # one point of one configuration on a machine
-DEFAULT_THREADS = "default"   # a row's threads_setting when torch's intra-op threads were left as they are
 
 
 # -- which rows ---------------------------------------------------------------------------------------

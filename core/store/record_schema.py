@@ -16,6 +16,7 @@ samples is checked as a whole by the 'number-list' format."""
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import FormatError
 
+DEFAULT_THREADS = "default"  # a row's threads_setting when torch's intra-op threads were left as they are
 STATUSES = ("running", "complete", "partial", "failed", "cancelled")
 MAX_ROWS = 10_000     # the points one record holds (RecordWriter refuses to start a run planned larger)
 MAX_NAMES = 64        # a point's parameters; a run's variants or devices; a machine's GPUs

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from core import devices, settings, versions
 from core.store import files, record_schema, runlock
+from core.store.record_schema import DEFAULT_THREADS
 from core.params import ConfigError, shown
 
 SCHEMA_VERSION = 2
@@ -324,7 +325,7 @@ def rows_frame(records: list[dict], experiment: str = None) -> pd.DataFrame:
                     "point_status": row.get("status", "ok"), "error": row.get("error"), "unit": row.get("unit"),
                     "per_call": row.get("per_call"), "per_sample": _per_sample(row),
                     "torch_threads": row.get("torch_threads", metrics.get("torch_threads")),
-                    "threads_setting": row.get("threads_setting", "default"), "tf32_matmul": row.get("tf32_matmul"),
+                    "threads_setting": row.get("threads_setting", DEFAULT_THREADS), "tf32_matmul": row.get("tf32_matmul"),
                     "tf32_cudnn": row.get("tf32_cudnn"), "cudnn_benchmark": row.get("cudnn_benchmark"),
                     "median_s": row.get("median"), "per_unit_s": per_unit(row.get("median"), row.get("per_call")),
                     "iqr_s": row.get("iqr"), "noisy": _noisy(row),
