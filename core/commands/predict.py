@@ -177,7 +177,8 @@ def _bands_text(bands: list[uncertainty.Band], saved) -> str:
                 f"carry no range.")
     low, high = uncertainty.BAND
     lines = [f"The ranges predicted times carry ({low:.0%} to {high:.0%} of predicted/measured; a CPU's from the CPUs' "
-             f"own profiles, a GPU's from the catalogue's entries against the GPUs that measured):"]
+             f"own profiles, a GPU's from the catalogue's entries against the GPUs that measured, a GPU's speedup "
+             f"over a CPU ({uncertainty.SPEEDUP}) from both against configurations one run measured on both):"]
     lines += [f"  {band.kind} {band.regime}: {band.low:.2f} to {band.high:.2f} over {band.points} points"
               for band in bands]
     lines.append(f"saved: {saved}" if saved else "not saved: this instance is read-only")

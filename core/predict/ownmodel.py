@@ -291,7 +291,8 @@ def predict(model: torch.nn.Module, given: Input, train: bool, targets: list) ->
                  "likely_s": list(band.range(prediction.seconds)) if band else None, "regime": regime,
                  "parts": prediction.parts, "gpu_idle_s": prediction.gpu_idle, "notes": list(prediction.notes)}
         if on_gpu and cpu is not None:
-            entry["speedup"] = uncertainty.speedup((cpu_prediction.seconds, cpu_band), (prediction.seconds, band))
+            entry["speedup"] = uncertainty.speedup((cpu_prediction.seconds, cpu_band), (prediction.seconds, band),
+                                                   uncertainty.band_for(bands, uncertainty.SPEEDUP, regime))
         memory = memory_gib(target)
         if memory is not None:
             entry |= {"memory_needed_gib": needed(given.shape[0]) / GIB, "memory_gib": memory,

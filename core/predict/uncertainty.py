@@ -5,8 +5,11 @@ whether a predicted GPU speedup is still an answer once both of its times carry 
 the experiments) and saves, per device kind and regime (core.predict.predictions.BOUNDS), the spread of predicted / measured
 there: its BAND quantiles. A CPU's band comes from the CPUs' own profiles against their own runs; a GPU's from the
 catalogue's GPU entries against the GPUs that measured (predicting a GPU you do not have is what it qualifies).
-A predicted time t then likely measures between t / high and t / low. The bands are fitted on the experiments'
-points only: a model of your own, and the zoo's, are checked against them, never fitted."""
+A predicted time t then likely measures between t / high and t / low. A GPU's predicted speedup over a CPU has a
+band of its own (kind SPEEDUP), where runs measured configurations on both: the spread of predicted / measured
+speedup, whose two errors partly cancel (one host issues both devices' operations), so it is not their product. The
+bands are fitted on the experiments' points only: a model of your own, and the zoo's, are checked against them,
+never fitted."""
 import json
 import math
 from dataclasses import dataclass
@@ -17,12 +20,16 @@ import pandas as pd
 from core import devices, settings, versions
 from core.present.tables import seconds_text
 from core.store import files, results
+from core.store.record_schema import DEFAULT_THREADS
 
 BAND = (0.1, 0.9)  # the quantiles of predicted / measured a range spans: four checked points in five fall inside
 MIN_POINTS = 5  # fewer checked points in a regime than this: the device kind's band over every regime stands in
 FILE_NAME, SCHEMA_VERSION = "error_bands.json", 1
 HELPS, DOES_NOT, TOO_CLOSE = "a GPU helps", "a GPU does not help", "too close to call"
 NO_RANGE = "no answer without the model's error"  # a speedup's verdict where no band ranges it
+SPEEDUP = "speedup"  # the kind of a GPU speedup's band: predicted over measured speedup of one configuration
+# A configuration measured on both devices: one run's point of one variant (the CPU's at torch's default threads)
+PAIRED_ON = ["machine_id", "run_id", "experiment", "variant", "point"]
 
 
 @dataclass(frozen=True)
@@ -41,15 +48,34 @@ class Band:
 
 
 def bands(cpu_checked: pd.DataFrame, gpu_checked: pd.DataFrame) -> list[Band]:
-    """The bands of CPU points (predictions.accuracy()'s rows on a CPU) and GPU points (catalogue_accuracy()'s),
-    per regime with at least MIN_POINTS points, and per kind over every regime."""
+    """The bands of CPU points (predictions.accuracy()'s rows on a CPU), GPU points (catalogue_accuracy()'s) and
+    the speedups of configurations measured on both (paired_speedups), per regime with at least MIN_POINTS points,
+    and per kind over every regime."""
     found = []
     for kind, frame in (("cpu", cpu_checked), ("cuda", gpu_checked)):
-        frame = frame[frame["device"].map(devices.kind) == kind] if len(frame) else frame
-        groups = [("any", frame), *(frame.groupby("bound") if len(frame) else ())]
-        found += [Band(kind, regime, *part["ratio"].quantile(list(BAND)).tolist(), len(part))
-                  for regime, part in groups if len(part) >= MIN_POINTS]
-    return found
+        found += _banded(kind, frame[frame["device"].map(devices.kind) == kind] if len(frame) else frame)
+    return found + _banded(SPEEDUP, paired_speedups(cpu_checked, gpu_checked))
+
+
+def _banded(kind: str, frame: pd.DataFrame) -> list[Band]:
+    groups = [("any", frame), *(frame.groupby("bound") if len(frame) else ())]
+    return [Band(kind, regime, *part["ratio"].quantile(list(BAND)).tolist(), len(part))
+            for regime, part in groups if len(part) >= MIN_POINTS]
+
+
+def paired_speedups(cpu_checked: pd.DataFrame, gpu_checked: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration a run measured on its CPU (at torch's default threads) and on a GPU, in one variant
+    (PAIRED_ON): its predicted speedup over its measured one (`ratio`: the CPU point's predicted / measured over the
+    GPU point's) and the GPU point's regime (`bound`)."""
+    columns = set(PAIRED_ON) | {"device", "ratio", "bound", "threads_setting"}
+    if not (len(cpu_checked) and len(gpu_checked) and columns <= set(cpu_checked) and columns <= set(gpu_checked)):
+        return pd.DataFrame(columns=["ratio", "bound"])
+    cpu = cpu_checked[(cpu_checked["device"] == "cpu")
+                      & (cpu_checked["threads_setting"].fillna(DEFAULT_THREADS) == DEFAULT_THREADS)]
+    gpu = gpu_checked[gpu_checked["device"].map(devices.kind) == "cuda"]
+    paired = cpu[PAIRED_ON + ["ratio"]].merge(gpu[PAIRED_ON + ["ratio", "bound"]], on=PAIRED_ON,
+                                              suffixes=("_cpu", "_gpu"))
+    return pd.DataFrame({"ratio": paired["ratio_cpu"] / paired["ratio_gpu"], "bound": paired["bound"]})
 
 
 def band_for(found: list[Band], kind: str, regime: str) -> Band | None:
@@ -86,19 +112,23 @@ def edges(band: Band | None) -> tuple[float, float]:
     return (1 / band.high, 1 / band.low) if band else (1.0, 1.0)
 
 
-def speedup(cpu: tuple[float, Band | None], gpu: tuple[float, Band | None]) -> dict:
-    """A GPU's predicted speedup over a CPU (each a predicted time and its band, or None) and its range: the CPU's
-    slowest likely time over the GPU's fastest, and its fastest over the GPU's slowest; the verdict HELPS above 1,
-    DOES_NOT below, TOO_CLOSE where the range straddles 1, NO_RANGE where no band gives one (only the point is
-    known)."""
+def speedup(cpu: tuple[float, Band | None], gpu: tuple[float, Band | None], band: Band | None = None) -> dict:
+    """A GPU's predicted speedup over a CPU (each a predicted time and its band, or None) and its range: with
+    `band` (kind SPEEDUP, of the GPU point's regime) the speedup's own, as a predicted time's (Band.range); else the
+    CPU's slowest likely time over the GPU's fastest, and its fastest over the GPU's slowest, as if the two errors
+    compounded. The verdict HELPS above 1, DOES_NOT below, TOO_CLOSE where the range straddles 1, NO_RANGE where no
+    band gives one (only the point is known). `basis` says which range it is."""
     (cpu_s, cpu_band), (gpu_s, gpu_band) = cpu, gpu
-    found = {"speedup": cpu_s / gpu_s, "low": None, "high": None, "verdict": NO_RANGE}
-    if cpu_band is None or gpu_band is None:
+    found = {"speedup": cpu_s / gpu_s, "low": None, "high": None, "verdict": NO_RANGE, "basis": None}
+    if band is not None:
+        (low, high), basis = band.range(cpu_s / gpu_s), SPEEDUP
+    elif cpu_band is not None and gpu_band is not None:
+        (cpu_low, cpu_high), (gpu_low, gpu_high) = cpu_band.range(cpu_s), gpu_band.range(gpu_s)
+        (low, high), basis = (cpu_low / gpu_high, cpu_high / gpu_low), "times"
+    else:
         return found
-    (cpu_low, cpu_high), (gpu_low, gpu_high) = cpu_band.range(cpu_s), gpu_band.range(gpu_s)
-    low, high = cpu_low / gpu_high, cpu_high / gpu_low
     verdict = HELPS if low > 1 else DOES_NOT if high < 1 else TOO_CLOSE
-    return found | {"low": low, "high": high, "verdict": verdict}
+    return found | {"low": low, "high": high, "verdict": verdict, "basis": basis}
 
 
 def speedup_text(found: dict) -> str:
@@ -107,8 +137,10 @@ def speedup_text(found: dict) -> str:
     if found["low"] is None:
         return (f"{NO_RANGE}: {_times(found['speedup'])}x predicted, and the model's error on such points is not "
                 "measured here (python -m core predict --accuracy measures it)")
+    on = ("speedups of configurations measured on both devices" if found.get("basis") == SPEEDUP
+          else "such points, on each device")
     return (f"{found['verdict']}: {_times(found['speedup'])}x predicted (likely {_times(found['low'])}-"
-            f"{_times(found['high'])}x, the model's {BAND[0]:.0%}-{BAND[1]:.0%} error on such points)")
+            f"{_times(found['high'])}x, the model's {BAND[0]:.0%}-{BAND[1]:.0%} error on {on})")
 
 
 def _times(ratio: float) -> str:

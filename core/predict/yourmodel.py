@@ -93,8 +93,9 @@ def answer(description: families.Description, cpu: hardware.Target, gpus: list[h
     for gpu in gpus:
         on_gpu = timed(census(description, batch, True), gpu, batch, bands)
         found.gpus.append(on_gpu)
-        found.speedups[gpu.title] = uncertainty.speedup((found.cpu.seconds, found.cpu.band),
-                                                        (on_gpu.seconds, on_gpu.band))
+        found.speedups[gpu.title] = uncertainty.speedup(
+            (found.cpu.seconds, found.cpu.band), (on_gpu.seconds, on_gpu.band),
+            uncertainty.band_for(bands, uncertainty.SPEEDUP, on_gpu.regime))
         found.memory[gpu.title] = _memory(description, batch, gpu)
     return found
 

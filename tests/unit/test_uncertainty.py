@@ -60,6 +60,49 @@ def test_a_speedup_is_an_answer_only_where_its_range_stays_on_one_side_of_one(cp
     assert uncertainty.speedup_text(found).startswith(f"{verdict}: ")
 
 
+def measured_both(device: str, ratios: list[float], variant: str = "as written", threads: str = "default",
+                  bound: str = "host-bound") -> pd.DataFrame:
+    """Checked points of one run on a machine that measured sizes 0, 1, ... of one variant on `device`."""
+    return pd.DataFrame({"machine_id": "box", "run_id": "run-1", "experiment": "cnn", "variant": variant,
+                         "point": [f"size={i}" for i in range(len(ratios))], "device": device, "ratio": ratios,
+                         "bound": bound, "threads_setting": threads})
+
+
+def test_a_speedups_band_is_the_spread_of_predicted_over_measured_speedup_of_configurations_measured_on_both():
+    # the CPU predicted at 0.8 of its time at each size, the GPU at 0.2-0.6 of its own: the speedups were predicted
+    # 0.8 / gpu times what was measured, 1.33x to 4x; the errors do not compound (0.8 is each one's CPU side)
+    gpu_ratios = [0.2, 0.3, 0.4, 0.5, 0.6]
+    cpu = pd.concat([measured_both("cpu", [0.8] * 5),
+                     measured_both("cpu", [9.0] * 5, threads="1"),           # another thread setting: not paired
+                     measured_both("cpu", [9.0] * 5, variant="tuned")])      # no GPU point of its variant
+    gpu = pd.concat([measured_both("cuda:0", gpu_ratios), measured_both("cuda:0", [9.0] * 3, variant="compiled")])
+    paired = uncertainty.paired_speedups(cpu, gpu)
+    assert sorted(paired["ratio"]) == pytest.approx(sorted(0.8 / r for r in gpu_ratios))
+    found = {(b.kind, b.regime): b for b in uncertainty.bands(cpu, gpu)}
+    speedups = found[uncertainty.SPEEDUP, "host-bound"]
+    assert speedups.points == 5 and (speedups.low, speedups.high) == (
+        pytest.approx(pd.Series([0.8 / r for r in gpu_ratios]).quantile(0.1)),
+        pytest.approx(pd.Series([0.8 / r for r in gpu_ratios]).quantile(0.9)))
+    # fewer pairs than a band needs: none
+    assert not any(b.kind == uncertainty.SPEEDUP for b in uncertainty.bands(cpu, gpu.head(4)))
+
+
+def test_a_speedup_with_a_band_of_its_own_takes_that_range_not_the_two_times_compounded():
+    cpu_band, gpu_band = Band("cpu", "any", 0.8, 1.25, 10), Band("cuda", "any", 0.5, 2.0, 10)
+    # predicted speedups have come out 1.25x to 2.5x what was measured: a predicted 2x likely measures 0.8x-1.6x
+    own = Band(uncertainty.SPEEDUP, "host-bound", 1.25, 2.5, 12)
+    found = uncertainty.speedup((10e-3, cpu_band), (5e-3, gpu_band), own)
+    assert (found["low"], found["high"]) == (pytest.approx(0.8), pytest.approx(1.6))
+    assert found["verdict"] == uncertainty.TOO_CLOSE and found["basis"] == uncertainty.SPEEDUP
+    assert "error on speedups of configurations measured on both devices" in uncertainty.speedup_text(found)
+    # without it, the two times' ranges compound: 10 ms over 5 ms ranges 0.8x to 5x
+    compounded = uncertainty.speedup((10e-3, cpu_band), (5e-3, gpu_band))
+    assert (compounded["low"], compounded["high"]) == (pytest.approx(0.8), pytest.approx(5.0))
+    assert "error on such points, on each device" in uncertainty.speedup_text(compounded)
+    # a speedup's band ranges it even where a time has none
+    assert uncertainty.speedup((10e-3, None), (5e-3, None), own)["verdict"] == uncertainty.TOO_CLOSE
+
+
 def test_a_speedup_without_a_band_is_not_an_answer():
     found = uncertainty.speedup((10e-3, None), (1e-3, Band("cuda", "any", 0.5, 2.0, 10)))
     assert found["verdict"] == uncertainty.NO_RANGE and found["low"] is None

@@ -63,7 +63,7 @@ def test_the_answer_predicts_the_census_on_each_target_and_the_gpu_s_speedup(cpu
     assert on_gpu.regime == "host-bound"  # a 300-parameter MLP: the host's dispatch and launches dominate
     speedup = found.speedups[t4.title]
     assert speedup == {"speedup": pytest.approx(cpu_s / gpu_s), "low": None, "high": None,
-                       "verdict": uncertainty.NO_RANGE}
+                       "verdict": uncertainty.NO_RANGE, "basis": None}
     memory = found.memory[t4.title]
     assert memory["fits"] is True and memory["held_gib"] == 16.0 and 0 < memory["needed_gib"] < 16.0
 
@@ -81,6 +81,13 @@ def test_saved_error_bands_give_the_likely_range_and_the_speedup_s(cpu, t4):
     # slowest over the GPU's fastest, (c / 0.8) / (g / 4) = 5 c / g
     speedup = found.speedups[t4.title]
     assert (speedup["low"], speedup["high"]) == pytest.approx((0.2 * c / g, 5 * c / g))
+    # a saved band of predicted over measured speedups, for the GPU point's regime, ranges the speedup itself:
+    # predicted speedups of 1.5x to 3x what was measured put it at (c / g) / 3 to (c / g) / 1.5
+    uncertainty.save(uncertainty.load() + [Band(uncertainty.SPEEDUP, "device-bound", 0.9, 1.1, 8),
+                                           Band(uncertainty.SPEEDUP, "host-bound", 1.5, 3.0, 9)])
+    speedup = yourmodel.answer(mlp(), cpu, [t4]).speedups[t4.title]
+    assert (speedup["low"], speedup["high"]) == pytest.approx((c / g / 3.0, c / g / 1.5))
+    assert speedup["basis"] == uncertainty.SPEEDUP
 
 
 # -- the sweep and its crossovers ----------------------------------------------------------------------------------
