@@ -133,14 +133,17 @@ def speedup(cpu: tuple[float, Band | None], gpu: tuple[float, Band | None], band
 
 def speedup_text(found: dict) -> str:
     """'a GPU helps: 3.1x faster (likely 1.6-5.0x)' or 'too close to call: 1.2x (likely 0.6-2.3x)', or NO_RANGE's
-    sentence where no band ranges it (a large predicted speedup is not an answer without one either)."""
+    sentence where no band ranges it (a large predicted speedup is not an answer without one either). A range wholly
+    on one side of the predicted speedup says which way the model's predictions of such speedups came out."""
     if found["low"] is None:
         return (f"{NO_RANGE}: {_times(found['speedup'])}x predicted, and the model's error on such points is not "
                 "measured here (python -m core predict --accuracy measures it)")
     on = ("speedups of configurations measured on both devices" if found.get("basis") == SPEEDUP
           else "such points, on each device")
+    side = " above" if found["high"] < found["speedup"] else " below" if found["low"] > found["speedup"] else ""
+    erred = f", which came out{side} what was measured" if side else ""
     return (f"{found['verdict']}: {_times(found['speedup'])}x predicted (likely {_times(found['low'])}-"
-            f"{_times(found['high'])}x, the model's {BAND[0]:.0%}-{BAND[1]:.0%} error on {on})")
+            f"{_times(found['high'])}x, the model's {BAND[0]:.0%}-{BAND[1]:.0%} error on {on}{erred})")
 
 
 def _times(ratio: float) -> str:
