@@ -3,15 +3,19 @@ model and every prediction need it; the full one where it fits FULL_CALIBRATION_
 this machine's profile is of another boot), then each experiment's points on every device here, most claims decided
 per second first, at the smoke preset, upgraded to quick where the budget leaves room; the checks and the answer last.
 A step's estimate is how long the same step took on this machine before, else on another machine's devices of the
-same kinds, else the experiment's own guess for its points plus what the census, profile and stand-ins add to each."""
+same kinds at this machine's pace (where both are calibrated: `pace`), else the experiment's own guess for its points
+plus what the census, profile and stand-ins add to each. Once the doctor has calibrated, it plans the rest again at
+this machine's pace (core.doctor.session)."""
 import re
+import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from core import devices, experiments
 from core.measure import standin
-from core.model import hardware
+from core.model import costmodel, hardware
 from core.params import ConfigError
+from core.predict import predictions
 from core.store import results
 
 FULL_CALIBRATION_SHARE = 0.25  # the full calibration when its estimate is at most this share of the budget
@@ -26,6 +30,7 @@ ANSWER_S = 10.0  # the verdicts, the accuracy table and the bundle
 BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh])\s*$")
 UNIT_S = {"s": 1, "m": 60, "h": 3600}
 MIN_BUDGET_S, MAX_BUDGET_S = 60, 24 * 3600
+PACE_POINTS = 24  # an earlier run's points the cost model prices on both machines for its pace, spread over its rows
 
 
 @dataclass
@@ -141,8 +146,8 @@ def run_step(name: str, preset: str, device_names: list[str], records: list[dict
 
 def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) -> float:
     """How long the experiment's preset took on these devices here last time, else on another machine's devices of
-    the same kinds (a CPU and one GPU: the lent H200's runs for a new GPU), per point it finished times the points
-    planned now (a run cut short, or one of an earlier plan: a quick run now times each CPU point at two thread
+    the same kinds (a CPU and one GPU: the lent H200's runs for a new GPU) times this machine's `pace`, per point it
+    finished times the points planned now (a run cut short, or one of an earlier plan: a quick run now times each CPU point at two thread
     settings, where older runs timed it at one); else its guess for the points plus INSPECTION_S per point and
     STANDIN_S per stand-in census (which overestimated a lent H200's smoke runs 1.8x)."""
     here = devices.fingerprint()["machine_id"]
@@ -155,11 +160,35 @@ def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) 
         seconds = (_time(latest["ended"]) - _time(latest["started"])).total_seconds()
         if latest.get("planned_points"):  # a record that says what it planned (all since schema 2)
             seconds *= len(exp.plan(exp.config(preset), device_names)) / len(latest["rows"])
-        return max(seconds, 1.0)
+        return max(seconds * pace(latest, device_names), 1.0)
     config = exp.config(preset)
     points = len(exp.plan(config, device_names))
     stand_ins = 0 if all(map(devices.is_accelerator, device_names)) else len(standin.points(exp, config))
     return sum(exp.run_estimate(config, d) for d in device_names) + INSPECTION_S * points + STANDIN_S * stand_ins
+
+
+def pace(record: dict, device_names: list[str]) -> float:
+    """How many times as long this machine should take as the machine that ran `record`: the median, over up to
+    PACE_POINTS of its points with a census, of the cost model's sample on this machine's device of the point's kind
+    over the sample on that machine's own; 1 for this machine's run, or where neither machine's profile prices a
+    point (a machine not calibrated yet)."""
+    here = devices.fingerprint()["machine_id"]
+    if record["machine_id"] == here:
+        return 1.0
+    rows = [row for row in record["rows"] if isinstance(row.get("census"), dict) and row.get("device")]
+    ratios = []
+    for row in rows[::max(1, len(rows) // PACE_POINTS)][:PACE_POINTS]:
+        ours = next((d for d in device_names if devices.kind(d) == devices.kind(row["device"])), None)
+        mine = predictions.own_target(here, ours) if ours else None
+        theirs = predictions.own_target(record["machine_id"], row["device"]) if mine else None
+        if theirs is None:
+            continue
+        try:
+            ratios.append(costmodel.predict(row["census"], mine).seconds
+                          / costmodel.predict(row["census"], theirs).seconds)
+        except (costmodel.PredictionError, ZeroDivisionError):
+            continue
+    return statistics.median(ratios) if ratios else 1.0
 
 
 def _kinds(device_names: list[str]) -> list[str]:

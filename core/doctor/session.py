@@ -16,6 +16,7 @@ from core.calibration import calibrate
 from core.doctor import checks, plan as planning
 from core.measure import runner
 from core.model import profiles
+from core.params import ConfigError
 from core.predict import predictions
 from core.report import bundles
 from core.store import files, results, runlock
@@ -66,7 +67,9 @@ def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = prin
     else:
         lock = runlock.acquire(info)
     try:
-        for step in the_plan.steps + the_plan.left_out:  # time the plan's steps leave takes what it left out
+        queue = the_plan.steps + the_plan.left_out  # time the plan's steps leave takes what it left out
+        while queue:
+            step = queue.pop(0)
             planned = step in the_plan.steps
             if time.monotonic() + (min(step.seconds, 5.0) if planned else step.seconds) > deadline:
                 if planned:
@@ -86,6 +89,8 @@ def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = prin
                 break
             finally:
                 outcome["bundle"] = _bundle(output, say)
+            if step.kind == "calibrate" and step.key in done_steps():
+                the_plan, queue = _replanned(the_plan, queue, deadline, say)
         if outcome["cut"] is None:
             say("-- checks")
             outcome["checks"] = checks.all_checks(the_plan.devices, this_machines_records(), profiles.load())
@@ -95,6 +100,24 @@ def run(the_plan: planning.Plan, output: Path, say: Callable[[str], None] = prin
     finally:
         runlock.release(lock)
     return outcome
+
+
+def _replanned(the_plan: planning.Plan, queue: list[planning.Step], deadline: float,
+               say) -> tuple[planning.Plan, list[planning.Step]]:
+    """Once this machine is calibrated, the steps still to run planned again within the time left, each estimated
+    from another machine's run now at this machine's pace (planning.pace); the plan as it was where that changes no
+    step or its estimate, or the time left holds no plan."""
+    calibrations = {"calibrate", "calibrate-quick"}  # calibrated now: neither is planned again
+    try:
+        again = planning.make(deadline - time.monotonic() + the_plan.fixed_s, the_plan.devices,
+                              set(done_steps()) | calibrations, profile=profiles.load())
+    except ConfigError:
+        return the_plan, queue
+    before = [(s.key, round(s.seconds)) for s in queue if s in the_plan.steps]
+    if [(s.key, round(s.seconds)) for s in again.steps] == before:
+        return the_plan, queue
+    say(f"   planned again at this machine's pace, now that it is calibrated: {again.text()}")
+    return again, again.steps + again.left_out
 
 
 def _step(step: planning.Step, device_names: list[str], say, info: dict) -> str:

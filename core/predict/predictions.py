@@ -190,7 +190,7 @@ def accuracy(records: list[dict], latest_only: bool = True,
     room for a warm-up), while the model predicts a warm one. Only each machine's latest complete run per
     experiment and preset (`latest_only`), so that a point counts once. `target_for(record, device)` picks the
     hardware predicted instead of the machine's own (None: not a point to check)."""
-    target_for = target_for or (lambda record, device: _own_target(record["machine_id"], device))
+    target_for = target_for or (lambda record, device: own_target(record["machine_id"], device))
     targets: dict[tuple[str, str], hardware.Target | None] = {}
     threads: dict[str, int | None] = {}  # each machine's profile's, read once
     flat = []
@@ -364,10 +364,10 @@ def here_and_gpus(record: dict, device: str) -> hardware.Target | None:
     here = record["machine_id"] == devices.fingerprint()["machine_id"]
     if (devices.kind(device) == "cpu" and not here) or devices.kind(device) not in ("cpu", "cuda"):
         return None
-    return _own_target(record["machine_id"], device)
+    return own_target(record["machine_id"], device)
 
 
-def _own_target(machine_id: str, device: str) -> hardware.Target | None:
+def own_target(machine_id: str, device: str) -> hardware.Target | None:
     """A machine's own device as a target, or None when the machine has no calibrated profile for it."""
     return _resolved(machine_id if device == "cpu" else f"{machine_id}:{device}", machine_id)
 
@@ -383,7 +383,7 @@ def _resolved(name: str, host: str) -> hardware.Target | None:
 def unmeasured_text(machine_id: str, device: str) -> str:
     """'' or a sentence naming the figures a machine's calibrated profile lacks (taken before calibrate measured
     them), which the cost model stands in for: its points check the model with less than this version measures."""
-    target = _own_target(machine_id, device)
+    target = own_target(machine_id, device)
     missing = [*hardware.unmeasured(target.host), *(hardware.unmeasured(target.gpu) if target.gpu else [])] if target else []
     if _no_collection_seen(profiles.load(machine_id) or {}):
         missing = [field for field in missing if field not in costmodel.COLLECTION_FIGURES]

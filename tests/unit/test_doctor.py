@@ -3,13 +3,14 @@ the first left."""
 import copy
 import json
 import subprocess
+from datetime import datetime
 
 import pytest
 
 from core import devices, experiments, settings
 from core.commands.cli import main
 from core.doctor import checks, plan as planning, session
-from core.model import costmodel, hardware
+from core.model import costmodel, hardware, profiles
 from core.params import ConfigError
 from core.store import files, results
 
@@ -297,3 +298,72 @@ def test_the_quick_steps_come_after_every_smoke_step():
     plan = planning.make(3600, ["cpu"], records=[], profile=None)
     presets = [s.preset for s in plan.steps if s.kind == "run"]
     assert "quick" in presets and presets == sorted(presets, key=lambda p: p == "quick")
+
+
+# -- this machine's pace -------------------------------------------------------------------------------------------
+
+FAST, SLOW = "amd-epyc-28e20464", "amd-epyc-34e468d3"  # two shipped 2-core VMs: 34e468d3 ran iris 2x as long
+
+
+def _shipped_run(machine: str, experiment: str) -> dict:
+    """That machine's newest shipped quick run of the experiment on its CPU (its points carry their censuses)."""
+    found = [r for r in results.load_records(settings.APP_ROOT / "results") if r["machine_id"] == machine
+             and r["experiment"] == experiment and r["preset"] == "quick" and r["devices"] == ["cpu"]]
+    return copy.deepcopy(max(found, key=lambda r: r["started"]))
+
+
+def _as_this_machine(machine: str) -> None:
+    """A shipped machine's profile saved as this machine's, taken since it booted."""
+    profile = _shipped_profile(machine)
+    files.write_atomic(profiles.path(), profile | {"machine_id": devices.fingerprint()["machine_id"],
+                                                    "booted": devices.booted()})
+
+
+def test_another_machine_s_run_estimates_a_step_at_this_machine_s_pace(results_dir):
+    files.write_atomic(profiles.path(FAST), _shipped_profile(FAST))
+    took = _shipped_run(FAST, "iris")
+    seconds = (datetime.fromisoformat(took["ended"]) - datetime.fromisoformat(took["started"])).total_seconds()
+    seconds *= len(experiments.get("iris").plan(experiments.get("iris").config("quick"), ["cpu"])) / len(took["rows"])
+    assert planning.pace(took, ["cpu"]) == 1.0  # this machine not calibrated yet: its pace is unknown
+    assert planning.run_step("iris", "quick", ["cpu"], [took]).seconds == pytest.approx(seconds)
+    _as_this_machine(FAST)  # the same figures here: the same pace
+    assert planning.pace(took, ["cpu"]) == pytest.approx(1.0)
+    _as_this_machine(SLOW)  # the model prices iris's points on the slower VM's figures
+    slower = planning.pace(took, ["cpu"])
+    assert slower > 1.5
+    assert planning.run_step("iris", "quick", ["cpu"], [took]).seconds == pytest.approx(seconds * slower)
+    here = took | {"machine_id": devices.fingerprint()["machine_id"]}
+    assert planning.pace(here, ["cpu"]) == 1.0  # this machine's own run is its pace
+
+
+def test_once_calibrated_the_doctor_plans_the_rest_again_at_this_machine_s_pace(results_dir, tmp_path, monkeypatch):
+    files.write_atomic(profiles.path(FAST), _shipped_profile(FAST))
+    for name in ("iris", "matmul"):
+        took = _shipped_run(FAST, name)
+        files.write_atomic(results_dir / FAST / f"{took['run_id']}.json", took)
+    first = planning.make(20 * 60, ["cpu"], records=results.load_records(), profile=None)
+    assert first.steps[0].kind == "calibrate"
+    started = []
+
+    def step(step, names, say, info):
+        if step.kind == "calibrate":
+            _as_this_machine(SLOW)
+            session._remember(step.key, {"profile": str(profiles.path())})
+            return "calibrated"
+        started.append(step)
+        raise KeyboardInterrupt  # stop before the checks: the plan is what is tested
+    monkeypatch.setattr(session, "_step", step)
+    made, make = [], planning.make
+    monkeypatch.setattr(planning, "make", lambda *args, **kwargs: made.append(make(*args, **kwargs)) or made[-1])
+    said = []
+    session.run(first, tmp_path / "b.tar.gz", say=said.append)
+    [again] = made
+    assert any(line.startswith("   planned again at this machine's pace") for line in said)
+    assert started == again.steps[:1] and not {"calibrate", "calibrate-quick"} & {s.key for s in again.steps}
+    # the faster VM's runs take longer at the slower VM's figures; a step no run estimates keeps its guess
+    estimates = {s.key: s.seconds for s in first.steps + first.left_out}
+    for key in ("run-iris-quick", "run-matmul-quick"):
+        replanned = next(s for s in again.steps + again.left_out if s.key == key)
+        assert replanned.seconds > 1.1 * estimates[key]
+    guessed = next(s for s in again.steps if s.key == "run-cnn-smoke")
+    assert guessed.seconds == pytest.approx(estimates["run-cnn-smoke"])
