@@ -147,8 +147,8 @@ def run_step(name: str, preset: str, device_names: list[str], records: list[dict
 def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) -> float:
     """How long the experiment's preset took on these devices here last time, else on another machine's devices of
     the same kinds (a CPU and one GPU: the lent H200's runs for a new GPU) times this machine's `pace`, per point it
-    finished times the points planned now (a run cut short, or one of an earlier plan: a quick run now times each CPU point at two thread
-    settings, where older runs timed it at one); else its guess for the points plus INSPECTION_S per point and
+    finished times the points planned now (a run cut short, or one of an earlier plan: a quick run now times each CPU
+    point at two thread settings, where older runs timed it at one); else its guess for the points plus INSPECTION_S per point and
     STANDIN_S per stand-in census (which overestimated a lent H200's smoke runs 1.8x)."""
     here = devices.fingerprint()["machine_id"]
     took = [r for r in records if r["experiment"] == exp.name and r["preset"] == preset
@@ -170,8 +170,8 @@ def run_seconds(exp, preset: str, device_names: list[str], records: list[dict]) 
 def pace(record: dict, device_names: list[str]) -> float:
     """How many times as long this machine should take as the machine that ran `record`: the median, over up to
     PACE_POINTS of its points with a census, of the cost model's sample on this machine's device of the point's kind
-    over the sample on that machine's own; 1 for this machine's run, or where neither machine's profile prices a
-    point (a machine not calibrated yet)."""
+    over the sample on that machine's own; 1 for this machine's run, and where the two machines' profiles price none
+    of its points (this machine not calibrated yet)."""
     here = devices.fingerprint()["machine_id"]
     if record["machine_id"] == here:
         return 1.0

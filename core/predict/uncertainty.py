@@ -28,6 +28,7 @@ FILE_NAME, SCHEMA_VERSION = "error_bands.json", 1
 HELPS, DOES_NOT, TOO_CLOSE = "a GPU helps", "a GPU does not help", "too close to call"
 NO_RANGE = "no answer without the model's error"  # a speedup's verdict where no band ranges it
 SPEEDUP = "speedup"  # the kind of a GPU speedup's band: predicted over measured speedup of one configuration
+TIMES = "times"  # a speedup ranged by its two times' bands, where no speedup band exists
 # A configuration measured on both devices: one run's point of one variant (the CPU's at torch's default threads)
 PAIRED_ON = ["machine_id", "run_id", "experiment", "variant", "point"]
 
@@ -117,14 +118,14 @@ def speedup(cpu: tuple[float, Band | None], gpu: tuple[float, Band | None], band
     `band` (kind SPEEDUP, of the GPU point's regime) the speedup's own, as a predicted time's (Band.range); else the
     CPU's slowest likely time over the GPU's fastest, and its fastest over the GPU's slowest, as if the two errors
     compounded. The verdict HELPS above 1, DOES_NOT below, TOO_CLOSE where the range straddles 1, NO_RANGE where no
-    band gives one (only the point is known). `basis` says which range it is."""
+    band gives one (only the point is known). `basis` says which range it is (SPEEDUP, TIMES, None)."""
     (cpu_s, cpu_band), (gpu_s, gpu_band) = cpu, gpu
     found = {"speedup": cpu_s / gpu_s, "low": None, "high": None, "verdict": NO_RANGE, "basis": None}
     if band is not None:
         (low, high), basis = band.range(cpu_s / gpu_s), SPEEDUP
     elif cpu_band is not None and gpu_band is not None:
         (cpu_low, cpu_high), (gpu_low, gpu_high) = cpu_band.range(cpu_s), gpu_band.range(gpu_s)
-        (low, high), basis = (cpu_low / gpu_high, cpu_high / gpu_low), "times"
+        (low, high), basis = (cpu_low / gpu_high, cpu_high / gpu_low), TIMES
     else:
         return found
     verdict = HELPS if low > 1 else DOES_NOT if high < 1 else TOO_CLOSE
