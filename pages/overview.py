@@ -68,7 +68,8 @@ def headline_chart(headline) -> None:
     predicted = (headline["source"] == "predicted").any()
     st.caption("Published: the write-up's own figure, on its hardware. "
                + ("Predicted: the cost model's figure for the same configuration on the write-up's hardware "
-                  "(named in the tooltip), not a measurement. " if predicted else
+                  "(named in the tooltip), not a measurement; its bar, where one is drawn, the range the model's "
+                  "error on speedups of configurations measured on both devices gives it. " if predicted else
                   "No prediction of the write-ups' figures is saved yet (`python -m core predict --writeups` takes "
                   "them). ")
                + ("Measured: a GPU's time against its machine's CPU at the points of the configuration Crossover "

@@ -12,7 +12,7 @@ import pandas as pd
 from core import devices, experiments, published
 from core.present import analysis
 from core.model import hardware
-from core.predict import predictions, writeups
+from core.predict import predictions, uncertainty, writeups
 from core.store import results, runs
 
 FIGURE_META = ("id", "experiment", "figure", "quantity", "unit", "value", "device", "hardware", "source",
@@ -20,7 +20,8 @@ FIGURE_META = ("id", "experiment", "figure", "quantity", "unit", "value", "devic
 MATRIX_COLUMNS = ["experiment", "write_up", "claim", "published", "machine_id", "machine", "outcome", "ours", "interval",
                   "leaning", "predicted_on"]
 RATIO_COLUMNS = ["experiment", "figure", "quantity", "params", "setting", "ids", "ratio", "hardware", "stated"]
-HEADLINE_COLUMNS = ["label", "ratio", "source", "series", "experiment", "setting", "hardware", "detail", "quality"]
+HEADLINE_COLUMNS = ["label", "ratio", "source", "series", "experiment", "setting", "hardware", "detail", "quality",
+                    "lo", "hi"]
 PUBLISHED_SERIES = "published (the write-up's hardware)"
 PREDICTED_SERIES = "predicted on the write-up's hardware"
 GPU_CLAIM = "needs a GPU"
@@ -215,8 +216,11 @@ def published_ratios(figures: pd.DataFrame) -> pd.DataFrame:
 def headline(records: list[dict], predicted: pd.DataFrame | None = None) -> pd.DataFrame:
     """The GPU/CPU speedup (CPU time / GPU time: above 1 the GPU is faster) of every write-up configuration
     with one (HEADLINE_COLUMNS): published; predicted on the write-up's hardware where `predicted` (a
-    core.predict.writeups table) holds both its times; measured where a GPU measured the configuration's points."""
+    core.predict.writeups table) holds both its times, with the range the model's error on speedups gives it (lo, hi:
+    the saved speedup band over every regime, as the table keeps no regime); measured where a GPU measured the
+    configuration's points."""
     shown = shown_records(records)
+    band = uncertainty.band_for(uncertainty.load(), uncertainty.SPEEDUP, "any")
     found = []
     for experiment in experiments.registry().values():
         ratios = published_ratios(published.load(experiment.name))
@@ -228,7 +232,7 @@ def headline(records: list[dict], predicted: pd.DataFrame | None = None) -> pd.D
                                    "hardware": figure["hardware"], "detail": figure["stated"]})
             guess = _predicted_ratio(figure, predicted)
             if guess:
-                found.append(common | {"source": "predicted", "series": PREDICTED_SERIES, **guess})
+                found.append(common | {"source": "predicted", "series": PREDICTED_SERIES, **_ranged(guess, band)})
             found += [common | {"source": "measured", **m} for m in _measured_ratios(figure, rows)]
     return pd.DataFrame(found, columns=HEADLINE_COLUMNS)
 
@@ -252,6 +256,16 @@ def _predicted_ratio(figure: pd.Series, predicted: pd.DataFrame | None) -> dict:
     return {"ratio": float(cpu["predicted"] / gpu["predicted"]), "hardware": gpu["target"],
             "detail": f"predicted CPU {cpu['predicted']:.3g} s / GPU {gpu['predicted']:.3g} s (a model, not a "
                       "measurement)"}
+
+
+def _ranged(guess: dict, band: uncertainty.Band | None) -> dict:
+    """A predicted speedup with its likely range from the speedup band (none without one), said in its detail."""
+    if band is None:
+        return guess
+    lo, hi = band.range(guess["ratio"])
+    return guess | {"lo": lo, "hi": hi, "detail": f"{guess['detail']}; likely {lo:.2g}-{hi:.2g}x, the model's "
+                                                  f"{uncertainty.BAND[0]:.0%}-{uncertainty.BAND[1]:.0%} error on "
+                                                  f"speedups of configurations measured on both devices"}
 
 
 def _predicted_speedup(by_id: pd.DataFrame, figure_id: str | None) -> dict:

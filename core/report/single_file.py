@@ -153,7 +153,8 @@ def _headline(records: list[dict], charts: list[dict]) -> str:
                        tooltip=["experiment", "setting", "hardware", "detail"])
     return ("<h2>GPU/CPU speedup at the write-ups' configurations</h2>"
             + _chart(chart, charts, "Published: the write-up's own figure, on its hardware. Predicted: the cost "
-                                    "model's figure for the write-up's hardware, not a measurement. Measured: a GPU's "
+                                    "model's figure for the write-up's hardware, not a measurement; its bar, where "
+                                    "one is drawn, the range the model's error on speedups gives it. Measured: a GPU's "
                                     "time against its machine's CPU, where a GPU machine's records are present."))
 
 

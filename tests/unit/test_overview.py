@@ -2,6 +2,7 @@ import pandas as pd
 import pytest
 
 from core import experiments
+from core.predict import uncertainty
 from core.report import overview
 from core.store import results
 from core.present.analysis import ESTIMATED, NEEDS_GPU, NO_DATA, NOT_REPRODUCED, REPRODUCED
@@ -101,8 +102,17 @@ def test_the_headline_holds_published_predicted_and_measured_speedups():
     iris = headline[headline["label"] == "iris · epochs 20000"].set_index("source")
     assert iris.loc["published", "ratio"] == pytest.approx(2.93 / 11.29)
     assert iris.loc["predicted", "ratio"] == 2.0 and iris.loc["predicted", "hardware"] == "Some GPU driven by Some CPU"
+    assert pd.isna(iris.loc["predicted", "lo"])  # no error band saved here: no range
     # a write-up's figure of one device alone (a GPU's time, no CPU's) is no speedup
     assert not headline["label"].str.contains("log_every").any()
+    # with the model's error on speedups saved (predicted 1.25x to 2.5x what was measured), each predicted speedup
+    # carries the range it gives: the iris one likely 0.8x-1.6x, and says so
+    uncertainty.save([uncertainty.Band(uncertainty.SPEEDUP, "any", 1.25, 2.5, 12)])
+    ranged = overview.headline(gpu_and_cpu_machines(), predicted).set_index(["label", "source"])
+    iris = ranged.loc[("iris · epochs 20000", "predicted")]
+    assert (iris["lo"], iris["hi"]) == (pytest.approx(0.8), pytest.approx(1.6))
+    assert "likely 0.8-1.6x" in iris["detail"]
+    assert pd.isna(ranged.loc[("iris · epochs 20000", "published"), "lo"])  # a published figure has no model error
 
 
 def test_the_measured_speedup_is_taken_at_the_write_ups_configuration():
