@@ -163,6 +163,9 @@ def _print_accuracy(as_json: bool) -> int:
         print(f"The catalogue's {row.hardware}, against that machine's measured GPU: {row.points} points, median "
               f"predicted/measured {row.median_ratio:.2f}, {row.share_within:.0%} within {predictions.WITHIN:g}x, "
               f"{row.share_within_2x:.0%} within 2x, worst {row.worst_ratio:.2f}")
+    for machine_id, part in uncertainty.paired_speedups(frame, catalogue).groupby("machine_id"):
+        print(f"{machine_id}: the GPU speedup over its CPU (the catalogue's GPU over its own profile's CPU), predicted "
+              f"against measured, by the GPU point's regime: {predictions.bound_text(part)}")
     print(_bands_text(bands, saved))
     if frame.empty:
         print("no measured point with a census on a machine with a calibrated profile: run `python -m core "

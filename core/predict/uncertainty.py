@@ -67,16 +67,17 @@ def _banded(kind: str, frame: pd.DataFrame) -> list[Band]:
 def paired_speedups(cpu_checked: pd.DataFrame, gpu_checked: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration a run measured on its CPU (at torch's default threads) and on a GPU, in one variant
     (PAIRED_ON): its predicted speedup over its measured one (`ratio`: the CPU point's predicted / measured over the
-    GPU point's) and the GPU point's regime (`bound`)."""
+    GPU point's), the GPU point's regime (`bound`) and the machine (`machine_id`)."""
     columns = set(PAIRED_ON) | {"device", "ratio", "bound", "threads_setting"}
     if not (len(cpu_checked) and len(gpu_checked) and columns <= set(cpu_checked) and columns <= set(gpu_checked)):
-        return pd.DataFrame(columns=["ratio", "bound"])
+        return pd.DataFrame(columns=["ratio", "bound", "machine_id"])
     cpu = cpu_checked[(cpu_checked["device"] == "cpu")
                       & (cpu_checked["threads_setting"].fillna(DEFAULT_THREADS) == DEFAULT_THREADS)]
     gpu = gpu_checked[gpu_checked["device"].map(devices.kind) == "cuda"]
     paired = cpu[PAIRED_ON + ["ratio"]].merge(gpu[PAIRED_ON + ["ratio", "bound"]], on=PAIRED_ON,
                                               suffixes=("_cpu", "_gpu"))
-    return pd.DataFrame({"ratio": paired["ratio_cpu"] / paired["ratio_gpu"], "bound": paired["bound"]})
+    return pd.DataFrame({"ratio": paired["ratio_cpu"] / paired["ratio_gpu"], "bound": paired["bound"],
+                         "machine_id": paired["machine_id"]})
 
 
 def band_for(found: list[Band], kind: str, regime: str) -> Band | None:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from core import devices, settings
-from core.predict import predictions
+from core.predict import predictions, uncertainty
 from core.store import results
 from core.commands.cli import main
 from tests.helpers import once, shipped_records
@@ -161,6 +161,14 @@ def test_the_catalogue_predicts_a_measured_gpu_it_lists_driven_by_that_machines_
     assert ((0 <= summary["share_within"]) & (summary["share_within"] <= summary["share_within_2x"])).all()
     for hardware, part in checked.groupby("hardware"):
         assert f"The catalogue's {hardware}, against that machine's measured GPU: {len(part)} points" in out
+    # the speedups of the configurations one run measured on both devices: only 8e260d9d's runs timed its CPU beside
+    # the GPU in one variant (6c664674's CPU ran numpy and torch cpu, its GPU other variants)
+    paired = uncertainty.paired_speedups(own, checked)
+    assert set(paired["machine_id"]) == {"intel-r-xeon-r-processor-8e260d9d"}
+    counts = paired["bound"].value_counts()
+    assert (f"intel-r-xeon-r-processor-8e260d9d: the GPU speedup over its CPU (the catalogue's GPU over its own "
+            f"profile's CPU), predicted against measured, by the GPU point's regime: host-bound "
+            f"{counts['host-bound']} points") in out
 
 
 @pytest.mark.full
