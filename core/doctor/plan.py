@@ -176,12 +176,14 @@ def pace(record: dict, device_names: list[str]) -> float:
     if record["machine_id"] == here:
         return 1.0
     rows = [row for row in record["rows"] if isinstance(row.get("census"), dict) and row.get("device")]
-    ratios = []
+    ratios, targets = [], {}  # each machine's device read once: a profile's read is checked
     for row in rows[::max(1, len(rows) // PACE_POINTS)][:PACE_POINTS]:
         ours = next((d for d in device_names if devices.kind(d) == devices.kind(row["device"])), None)
-        mine = predictions.own_target(here, ours) if ours else None
-        theirs = predictions.own_target(record["machine_id"], row["device"]) if mine else None
-        if theirs is None:
+        for machine, device in ((here, ours), (record["machine_id"], row["device"])):
+            if (machine, device) not in targets:
+                targets[machine, device] = predictions.own_target(machine, device) if device else None
+        mine, theirs = targets[here, ours], targets[record["machine_id"], row["device"]]
+        if mine is None or theirs is None:
             continue
         try:
             ratios.append(costmodel.predict(row["census"], mine).seconds
