@@ -30,6 +30,7 @@ ANSWER_S = 10.0  # the verdicts, the accuracy table and the bundle
 BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh])\s*$")
 UNIT_S = {"s": 1, "m": 60, "h": 3600}
 MIN_BUDGET_S, MAX_BUDGET_S = 60, 24 * 3600
+CALIBRATION_KEYS = {True: "calibrate-quick", False: "calibrate"}  # a calibration step's key, by its effort
 PACE_POINTS = 24  # an earlier run's points the cost model prices on both machines for its pace, spread over its rows
 
 
@@ -93,7 +94,7 @@ def make(budget_s: float, device_names: list[str], done_keys: set[str] = frozens
     gpu = any(devices.kind(d) == "cuda" for d in device_names)
     plan = Plan(budget_s, device_names, fixed_s=CHECKS_S["gpu" if gpu else "cpu"] + ANSWER_S)
     quick = calibration_seconds(device_names, False, profile) > FULL_CALIBRATION_SHARE * budget_s
-    calibration = Step("calibrate" + ("-quick" if quick else ""),
+    calibration = Step(CALIBRATION_KEYS[quick],
                        f"calibrate {', '.join(d for d in device_names if devices.kind(d) in ('cpu', 'cuda'))}"
                        + (" (quick)" if quick else ""), calibration_seconds(device_names, quick, profile),
                        "calibrate", quick=quick)

@@ -107,10 +107,9 @@ def _replanned(the_plan: planning.Plan, queue: list[planning.Step], deadline: fl
     """Once this machine is calibrated, the steps still to run planned again within the time left, each estimated
     from another machine's run now at this machine's pace (planning.pace); the plan as it was where that changes no
     step or its estimate, or the time left holds no plan."""
-    calibrations = {"calibrate", "calibrate-quick"}  # calibrated now: neither is planned again
-    try:
+    try:  # calibrated now: neither calibration is planned again
         again = planning.make(deadline - time.monotonic() + the_plan.fixed_s, the_plan.devices,
-                              set(done_steps()) | calibrations, profile=profiles.load())
+                              set(done_steps()) | set(planning.CALIBRATION_KEYS.values()), profile=profiles.load())
     except ConfigError:
         return the_plan, queue
     before = [(s.key, round(s.seconds)) for s in queue if s in the_plan.steps]

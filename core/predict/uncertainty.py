@@ -140,12 +140,17 @@ def speedup_text(found: dict) -> str:
     if found["low"] is None:
         return (f"{NO_RANGE}: {_times(found['speedup'])}x predicted, and the model's error on such points is not "
                 "measured here (python -m core predict --accuracy measures it)")
-    on = ("speedups of configurations measured on both devices" if found.get("basis") == SPEEDUP
-          else "such points, on each device")
-    side = " above" if found["high"] < found["speedup"] else " below" if found["low"] > found["speedup"] else ""
-    erred = f", which came out{side} what was measured" if side else ""
-    return (f"{found['verdict']}: {_times(found['speedup'])}x predicted (likely {_times(found['low'])}-"
-            f"{_times(found['high'])}x, the model's {BAND[0]:.0%}-{BAND[1]:.0%} error on {on}{erred})")
+    side = {"slow": " above", "fast": " below"}.get(erred((found["low"], found["high"]), found["speedup"]))
+    came = f", which came out{side} what was measured" if side else ""
+    return (f"{found['verdict']}: {_times(found['speedup'])}x predicted "
+            f"({speedup_range_text(found['low'], found['high'], found.get('basis'))}{came})")
+
+
+def speedup_range_text(low: float, high: float, basis: str | None = SPEEDUP) -> str:
+    """'likely 0.8-1.6x, the model's 10%-90% error on speedups of configurations measured on both devices': a
+    predicted speedup's range and which error gave it (`basis`: SPEEDUP, or TIMES for the two times' bands)."""
+    on = "speedups of configurations measured on both devices" if basis == SPEEDUP else "such points, on each device"
+    return f"likely {_times(low)}-{_times(high)}x, the model's {BAND[0]:.0%}-{BAND[1]:.0%} error on {on}"
 
 
 def _times(ratio: float) -> str:

@@ -263,9 +263,7 @@ def _ranged(guess: dict, band: uncertainty.Band | None) -> dict:
     if band is None:
         return guess
     lo, hi = band.range(guess["ratio"])
-    return guess | {"lo": lo, "hi": hi, "detail": f"{guess['detail']}; likely {lo:.2g}-{hi:.2g}x, the model's "
-                                                  f"{uncertainty.BAND[0]:.0%}-{uncertainty.BAND[1]:.0%} error on "
-                                                  f"speedups of configurations measured on both devices"}
+    return guess | {"lo": lo, "hi": hi, "detail": f"{guess['detail']}; {uncertainty.speedup_range_text(lo, hi)}"}
 
 
 def _predicted_speedup(by_id: pd.DataFrame, figure_id: str | None) -> dict:
